@@ -1,0 +1,137 @@
+"""Artifacts in S3-compatible storage, always through boto3.
+
+One code path serves the embedded SeaweedFS, MinIO, RustFS and AWS S3: the endpoint comes from
+`AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` (unset: AWS itself), credentials from the usual AWS
+variables or an instance role, the bucket from `POLICYFORGE_BUCKET`.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+DEFAULT_BUCKET = "policyforge"
+
+
+def bucket_name() -> str:
+    return os.environ.get("POLICYFORGE_BUCKET", DEFAULT_BUCKET)
+
+
+def endpoint_url() -> str | None:
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def session_prefix(session_id: str) -> str:
+    return f"sessions/{session_id}/"
+
+
+def iteration_prefix(session_id: str, iteration: int) -> str:
+    return f"{session_prefix(session_id)}iter_{iteration}/"
+
+
+def run_prefix(session_id: str, iteration: int, run_name: str) -> str:
+    return f"{iteration_prefix(session_id, iteration)}{run_name}/"
+
+
+@lru_cache(maxsize=4)
+def _client(endpoint: str | None):
+    config = Config(
+        # Path-style addressing and "when_required" checksums are what S3-compatible servers
+        # (SeaweedFS, MinIO, RustFS) accept; AWS accepts them too.
+        s3={"addressing_style": "path"},
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
+        retries={"max_attempts": 5, "mode": "standard"},
+    )
+    return boto3.session.Session().client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
+        or "us-east-1",
+        config=config,
+    )
+
+
+class ArtifactStore:
+    """Thin, typed wrapper over one bucket."""
+
+    def __init__(self, bucket: str | None = None, endpoint: str | None = None) -> None:
+        self.bucket = bucket or bucket_name()
+        self.endpoint = endpoint if endpoint is not None else endpoint_url()
+        self.client = _client(self.endpoint)
+
+    def ensure_bucket(self) -> None:
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except ClientError:
+            self.client.create_bucket(Bucket=self.bucket)
+
+    def put_bytes(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> str:
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
+        return key
+
+    def put_text(self, key: str, text: str) -> str:
+        return self.put_bytes(key, text.encode(), "text/plain; charset=utf-8")
+
+    def put_file(self, key: str, path: Path, content_type: str | None = None) -> str:
+        extra = {"ContentType": content_type or _content_type(path)}
+        self.client.upload_file(str(path), self.bucket, key, ExtraArgs=extra)
+        return key
+
+    def put_dir(self, prefix: str, root: Path) -> list[str]:
+        """Upload every file under `root` to `prefix` + its relative path."""
+        keys = []
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            keys.append(self.put_file(prefix + path.relative_to(root).as_posix(), path))
+        return keys
+
+    def get_bytes(self, key: str) -> bytes:
+        return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+
+    def get_text(self, key: str) -> str:
+        return self.get_bytes(key).decode()
+
+    def download(self, key: str, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.client.download_file(self.bucket, key, str(path))
+        return path
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError:
+            return False
+        return True
+
+    def list_keys(self, prefix: str) -> list[str]:
+        keys: list[str] = []
+        for page in self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=prefix
+        ):
+            keys.extend(obj["Key"] for obj in page.get("Contents", []))
+        return keys
+
+    def presigned_url(self, key: str, expires_s: int = 3600) -> str:
+        return self.client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_s
+        )
+
+
+def _content_type(path: Path) -> str:
+    return {
+        ".mp4": "video/mp4",
+        ".json": "application/json",
+        ".jsonl": "application/x-ndjson",
+        ".py": "text/x-python",
+        ".zip": "application/zip",
+        ".npz": "application/octet-stream",
+        ".pkl": "application/octet-stream",
+    }.get(path.suffix, "application/octet-stream")

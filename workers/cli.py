@@ -1,0 +1,264 @@
+"""The `policyforge` command line: dev, demo, run, status, train."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from workflows.models import ENV_IDS, OFFLINE_MODEL, SessionResult, input_errors, task_queue
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="policyforge", description="Describe a behaviour; get a trained MuJoCo policy."
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("dev", help="embedded Temporal + S3 and all three worker pools in one process")
+
+    demo = sub.add_parser("demo", help="run the demo session end to end on embedded services")
+    demo.add_argument("--timesteps", type=int, default=None, help="per-iteration budget")
+    demo.add_argument("--out", type=Path, default=Path("demo-output"))
+
+    run = sub.add_parser("run", help="start a session and follow it")
+    _session_args(run)
+    run.add_argument("--detach", action="store_true", help="start and return at once")
+    run.add_argument("--json", action="store_true", help="print the result as JSON")
+    run.add_argument("--id", dest="workflow_id", default=None, help="workflow id to use")
+
+    status = sub.add_parser("status", help="show a session's stage, iterations and result")
+    status.add_argument("session_id")
+    status.add_argument("--json", action="store_true")
+
+    train = sub.add_parser("train", help="one training run with a reward file (no LLM, no server)")
+    train.add_argument("reward_file", type=Path)
+    train.add_argument("--env", required=True, dest="env_id")
+    train.add_argument("--timesteps", type=int, default=100_000)
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", type=Path, default=None, help="output folder (default runs/...)")
+    return p
+
+
+def _session_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("prompt")
+    p.add_argument("--env", required=True, dest="env_id", help=", ".join(ENV_IDS))
+    p.add_argument("--timesteps", type=int, default=None, help="training budget per iteration")
+    p.add_argument("--max-iterations", type=int, default=None)
+    p.add_argument("--seeds", type=int, default=None, help="training runs per iteration")
+    p.add_argument("--pass-threshold", type=float, default=None)
+    p.add_argument("--llm", dest="llm_model", default=None, help="model name, or 'offline'")
+
+
+def session_input(args: argparse.Namespace) -> dict[str, Any]:
+    from activities.llm.provider import default_model
+
+    data: dict[str, Any] = {
+        "prompt": args.prompt,
+        "env_id": args.env_id,
+        "llm_model": args.llm_model or default_model(),
+    }
+    for field, value in (
+        ("total_timesteps", args.timesteps),
+        ("max_iterations", args.max_iterations),
+        ("seeds", args.seeds),
+        ("pass_threshold", args.pass_threshold),
+    ):
+        if value is not None:
+            data[field] = value
+    return data
+
+
+def check_input(data: dict[str, Any]) -> None:
+    """Validate before connecting: bad input never reaches the server."""
+    errors = input_errors(data)
+    if not errors and data["llm_model"] == OFFLINE_MODEL:
+        from activities.llm.offline import match_intent
+        from temporalio.exceptions import ApplicationError
+
+        try:
+            match_intent(data["prompt"], data["env_id"])
+        except ApplicationError as exc:
+            errors.append(f"prompt: {exc.message}")
+    if errors:
+        raise SystemExit("error: " + "; ".join(errors))
+
+
+def workflow_id_for(prompt: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", prompt.lower()).strip("-")[:32].strip("-")
+    return f"pf-{slug}-{uuid.uuid4().hex[:8]}"
+
+
+async def start_and_follow(
+    data: dict[str, Any], *, workflow_id: str | None, detach: bool, as_json: bool
+) -> SessionResult | None:
+    from temporalio.client import WorkflowFailureError
+
+    from workers.client import connect
+    from workers.settings import Settings
+    from workers.watch import follow, report
+
+    settings = Settings()
+    console = Console(stderr=as_json)
+    client = await connect(settings)
+    wid = workflow_id or workflow_id_for(data["prompt"])
+    if settings.queue_prefix != "policyforge":
+        data = {**data, "queue_prefix": settings.queue_prefix}
+    handle = await client.start_workflow(
+        "SessionWorkflow",
+        data,
+        id=wid,
+        task_queue=task_queue("llm", settings.queue_prefix),
+        result_type=SessionResult,
+    )
+    console.print(f"session {wid} started  ({settings.ui_link(wid)})")
+    if detach:
+        console.print(f"follow it with: policyforge status {wid}")
+        return None
+    try:
+        result = await follow(handle, console)
+    except WorkflowFailureError as exc:
+        cause = exc.cause
+        message = getattr(cause, "message", None) or str(cause or exc)
+        raise SystemExit(f"error: session {wid} failed: {message}") from None
+    if as_json:
+        print(result.model_dump_json(indent=2))
+    else:
+        from activities.artifacts import bucket_name
+
+        report(result, console, bucket_name(), settings.ui_link(wid))
+    return result
+
+
+async def show_status(session_id: str, as_json: bool) -> None:
+    from temporalio.client import WorkflowExecutionStatus
+
+    from workers.client import connect
+    from workers.settings import Settings
+    from workers.watch import query_status, report
+
+    settings = Settings()
+    client = await connect(settings)
+    handle = client.get_workflow_handle(session_id, result_type=SessionResult)
+    try:
+        desc = await handle.describe()
+    except Exception as exc:  # noqa: BLE001 - RPCError NOT_FOUND and friends
+        raise SystemExit(f"error: no session {session_id!r} on {settings.address}: {exc}") from None
+    console = Console()
+    if desc.status == WorkflowExecutionStatus.COMPLETED:
+        result = await handle.result()
+        if as_json:
+            print(result.model_dump_json(indent=2))
+        else:
+            from activities.artifacts import bucket_name
+
+            report(result, console, bucket_name(), settings.ui_link(session_id))
+        return
+    status = await query_status(handle)
+    if as_json:
+        print(status.model_dump_json(indent=2) if status else "null")
+        return
+    console.print(f"session {session_id}: {desc.status.name.lower() if desc.status else '?'}")
+    if status:
+        console.print(
+            f"  stage {status.stage}, iteration {status.iteration}/{status.max_iterations}, "
+            f"author {status.model_label}, best score "
+            + (f"{status.best_score:.2f}" if status.best_score is not None else "-")
+        )
+        for rec in status.iterations:
+            console.print(f"  iter {rec.iteration}: score {rec.score:.2f}  {rec.diagnosis}")
+    console.print(f"  {settings.ui_link(session_id)}")
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from activities.training.local import check_reward_file, train_local
+
+    from activities.training.reward_runtime import RewardLoadError
+
+    errors = []
+    if args.env_id not in ENV_IDS:
+        errors.append(
+            f"--env: unknown environment {args.env_id!r}; choose one of {', '.join(ENV_IDS)}"
+        )
+    if args.timesteps <= 0:
+        errors.append(f"--timesteps: must be a positive integer (got {args.timesteps})")
+    if not args.reward_file.is_file():
+        errors.append(f"reward file {args.reward_file} does not exist")
+    else:
+        try:
+            check_reward_file(args.reward_file)
+        except RewardLoadError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise SystemExit("error: " + "; ".join(errors))
+    out = args.out or Path("runs") / f"{args.reward_file.stem}-{args.env_id}-{uuid.uuid4().hex[:6]}"
+    console = Console()
+    console.print(f"training {args.env_id} for {args.timesteps:,} steps with {args.reward_file}")
+
+    def on_progress(steps: int, mean_return: float | None) -> None:
+        ret = f"  mean return {mean_return:.1f}" if mean_return is not None else ""
+        console.print(f"  {steps:>9,} / {args.timesteps:,} steps{ret}")
+
+    try:
+        summary = train_local(
+            args.reward_file, args.env_id, args.timesteps, args.seed, out, on_progress
+        )
+    except RewardLoadError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    console.print(f"done in {summary.get('wall_seconds', 0):.0f}s; outputs in {out}/")
+    for name in ("model.zip", "vecnormalize.pkl", "videos/eval.mp4", "trajectories/eval.npz"):
+        if (out / name).exists():
+            console.print(f"  {out / name}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    from workers.logs import configure_logging
+    from workers.settings import Settings
+
+    settings = Settings()
+    # The CLI's own output is for people; JSON logs go to stderr at warning and above.
+    configure_logging(
+        "warning" if args.command in ("run", "status", "train") else settings.log_level
+    )
+    from workers.client import NoServerError
+
+    try:
+        if args.command == "dev":
+            from workers.dev import run_dev
+
+            run_dev(settings)
+        elif args.command == "demo":
+            from workers.demo import run_demo
+
+            sys.exit(run_demo(settings, args.timesteps, args.out))
+        elif args.command == "run":
+            data = session_input(args)
+            check_input(data)
+            asyncio.run(
+                start_and_follow(
+                    data, workflow_id=args.workflow_id, detach=args.detach, as_json=args.json
+                )
+            )
+        elif args.command == "status":
+            asyncio.run(show_status(args.session_id, args.json))
+        elif args.command == "train":
+            cmd_train(args)
+    except NoServerError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    except KeyboardInterrupt:
+        if args.command == "run":
+            print("\ndetached; the session goes on. Follow it with `policyforge status ID`.")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

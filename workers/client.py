@@ -1,0 +1,34 @@
+"""Connecting to Temporal with the pydantic data converter, with a one-line error on failure."""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from workers.settings import Settings
+
+
+class NoServerError(RuntimeError):
+    pass
+
+
+async def connect(settings: Settings | None = None, timeout: float = 10.0) -> Client:
+    settings = settings or Settings()
+    try:
+        return await asyncio.wait_for(
+            Client.connect(
+                settings.address,
+                namespace=settings.temporal_namespace,
+                api_key=settings.temporal_api_key,
+                tls=settings.temporal_tls or bool(settings.temporal_api_key),
+                data_converter=pydantic_data_converter,
+            ),
+            timeout,
+        )
+    except Exception as exc:  # noqa: BLE001 - any connection failure gets the same advice
+        raise NoServerError(
+            f"no Temporal server answers at {settings.address} ({type(exc).__name__}); "
+            "start one with `policyforge dev` in another terminal, or set TEMPORAL_ADDRESS"
+        ) from exc

@@ -1,0 +1,80 @@
+"""`policyforge demo`: a real session end to end on embedded services, then everything stops.
+
+"run forward as fast as possible" on HalfCheetah-v5 with the offline author: embedded Temporal
+and SeaweedFS, all three worker pools in this process, real PPO. The best policy's video and
+trajectory are copied from S3 into a local folder to look at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from workers.settings import Settings
+from workflows.models import OFFLINE_MODEL
+
+DEMO_PROMPT = "run forward as fast as possible"
+DEMO_ENV = "HalfCheetah-v5"
+DEMO_TIMESTEPS = 200_000
+
+
+def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
+    from workers.cli import start_and_follow
+    from workers.client import connect
+    from workers.dev import services_for
+    from workers.pools import run_pools
+
+    console = Console()
+    started = time.monotonic()
+    data = {
+        "prompt": DEMO_PROMPT,
+        "env_id": DEMO_ENV,
+        "llm_model": OFFLINE_MODEL,
+        "total_timesteps": timesteps or DEMO_TIMESTEPS,
+        "max_iterations": 3,
+    }
+    console.print(f'policyforge demo: "{DEMO_PROMPT}" on {DEMO_ENV}, offline author (no LLM)')
+    with services_for(settings, settings.state_dir / "demo", fixed_ports=False) as endpoints:
+        console.print(
+            f"  embedded Temporal {endpoints.temporal_address}, S3 {endpoints.s3_endpoint}"
+            + (f", Web UI {endpoints.ui_url}" if endpoints.ui_url else "")
+        )
+
+        async def go():
+            live = Settings()
+            client = await connect(live)
+            pools = asyncio.create_task(
+                run_pools(client, live, ["llm", "train", "judge"], handle_signals=False)
+            )
+            try:
+                return await start_and_follow(data, workflow_id=None, detach=False, as_json=False)
+            finally:
+                pools.cancel()
+                await asyncio.gather(pools, return_exceptions=True)
+
+        result = asyncio.run(go())
+        assert result is not None
+        saved = _save_outputs(result, out)
+    console.print(f"demo finished in {time.monotonic() - started:.0f}s")
+    for path in saved:
+        console.print(f"  saved {path}")
+    return 0 if result.passed else 1
+
+
+def _save_outputs(result, out: Path) -> list[Path]:
+    from activities.artifacts import ArtifactStore
+
+    store = ArtifactStore()
+    run = result.best.best_run
+    wanted = {
+        "policy.zip": run.model_key,
+        "vecnormalize.pkl": run.vecnormalize_key,
+        "eval.mp4": run.video_key,
+        "eval.npz": run.trajectory_key,
+        "reward_fn.py": result.best.reward_key,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    return [store.download(key, out / name) for name, key in wanted.items() if key]

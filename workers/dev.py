@@ -1,0 +1,78 @@
+"""`policyforge dev`: embedded services plus all three worker pools in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from workers.services import Endpoints, embedded_services, port_in_use
+from workers.settings import Settings
+
+
+@contextlib.contextmanager
+def services_for(
+    settings: Settings, state_dir: Path, *, fixed_ports: bool, ui: bool = True
+) -> Iterator[Endpoints]:
+    """Start the embedded parts that are not configured elsewhere.
+
+    With fixed_ports (dev), Temporal and S3 listen on their usual ports so other terminals find
+    them; otherwise (demo) on free ports, with the Web UI on 8233 when that port is free.
+    """
+    ui_port = settings.ui_port if ui and not port_in_use(settings.ui_port) else None
+    with embedded_services(
+        state_dir,
+        temporal_port=settings.temporal_port if fixed_ports else None,
+        ui_port=ui_port,
+        s3_port=settings.s3_port if fixed_ports else None,
+        bucket=os.environ.get("POLICYFORGE_BUCKET", "policyforge"),
+        start_temporal_server=settings.temporal_address is None,
+        start_s3=settings.s3_endpoint is None,
+    ) as endpoints:
+        yield endpoints
+
+
+def banner(endpoints: Endpoints, settings: Settings, embedded: list[str]) -> str:
+    lines = [
+        "policyforge dev: workers for policyforge-llm, policyforge-train, policyforge-judge",
+        f"  Temporal   {endpoints.temporal_address}"
+        + (
+            "  (embedded, state in " + str(settings.state_dir) + ")"
+            if "temporal" in embedded
+            else ""
+        ),
+        f"  S3         {endpoints.s3_endpoint or 'AWS default'}"
+        + ("  (embedded SeaweedFS)" if "s3" in embedded else ""),
+    ]
+    if endpoints.ui_url:
+        lines.append(f"  Web UI     {endpoints.ui_url}")
+    lines.append(
+        'Start a session in another terminal:  policyforge run "run forward" --env HalfCheetah-v5'
+    )
+    lines.append("Stop with Ctrl-C.")
+    return "\n".join(lines)
+
+
+def run_dev(settings: Settings) -> None:
+    from workers.client import connect
+    from workers.pools import run_pools
+
+    embedded = [
+        name
+        for name, external in (
+            ("temporal", settings.temporal_address),
+            ("s3", settings.s3_endpoint),
+        )
+        if external is None
+    ]
+    with services_for(settings, settings.state_dir, fixed_ports=True) as endpoints:
+        print(banner(endpoints, settings, embedded), flush=True)
+
+        async def go() -> None:
+            client = await connect(Settings())
+            await run_pools(client, settings, ["llm", "train", "judge"])
+
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(go())

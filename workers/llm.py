@@ -1,0 +1,13 @@
+"""Entry point of the llm worker pool: `python -m workers.llm`."""
+
+from __future__ import annotations
+
+from workers.main import run_pool_process
+
+
+def main() -> None:
+    run_pool_process(["llm"])
+
+
+if __name__ == "__main__":
+    main()

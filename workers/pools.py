@@ -1,0 +1,83 @@
+"""The three worker pools, each polling its own task queue.
+
+`workers/llm.py`, `workers/train.py` and `workers/judge.py` run one pool each as a process;
+`policyforge dev` runs all three in one process. Sessions (the workflow code, which is light)
+are hosted on the LLM pool's queue, so a session is started on `policyforge-llm`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from workers.settings import Settings
+from workflows.models import task_queue
+from workflows.session import SessionWorkflow
+
+
+def llm_worker(client: Client, settings: Settings) -> Worker:
+    from activities.llm.activities import LLM_ACTIVITIES
+
+    return Worker(
+        client,
+        task_queue=task_queue("llm", settings.queue_prefix),
+        workflows=[SessionWorkflow],
+        activities=LLM_ACTIVITIES,
+        activity_executor=ThreadPoolExecutor(32),
+        max_concurrent_activities=32,
+    )
+
+
+def train_worker(client: Client, settings: Settings) -> Worker:
+    from activities.training.activities import TRAIN_ACTIVITIES
+
+    # Each training run is a single-threaded child process: one run per core.
+    slots = max(1, settings.train_concurrency)
+    return Worker(
+        client,
+        task_queue=task_queue("train", settings.queue_prefix),
+        activities=TRAIN_ACTIVITIES,
+        activity_executor=ThreadPoolExecutor(slots + 2),
+        max_concurrent_activities=slots,
+    )
+
+
+def judge_worker(client: Client, settings: Settings) -> Worker:
+    from activities.judging.activities import JUDGE_ACTIVITIES
+
+    return Worker(
+        client,
+        task_queue=task_queue("judge", settings.queue_prefix),
+        activities=JUDGE_ACTIVITIES,
+        activity_executor=ThreadPoolExecutor(8),
+        max_concurrent_activities=8,
+    )
+
+
+POOLS: dict[str, Callable[[Client, Settings], Worker]] = {
+    "llm": llm_worker,
+    "train": train_worker,
+    "judge": judge_worker,
+}
+
+
+async def run_pools(
+    client: Client, settings: Settings, names: list[str], *, handle_signals: bool = True
+) -> None:
+    """Run the named pools until SIGINT/SIGTERM (or cancellation), then shut down gracefully."""
+    workers = [POOLS[name](client, settings) for name in names]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM) if handle_signals else ():
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    async with contextlib.AsyncExitStack() as stack:
+        for worker in workers:
+            await stack.enter_async_context(worker)
+        await stop.wait()

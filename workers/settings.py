@@ -1,0 +1,63 @@
+"""Configuration from environment variables; every variable is listed in the README's table."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SystemExit(f"error: {name}={raw!r} is not an integer; set it to a number") from None
+
+
+@dataclass(frozen=True)
+class Settings:
+    temporal_address: str | None = field(default_factory=lambda: os.environ.get("TEMPORAL_ADDRESS"))
+    temporal_namespace: str = field(
+        default_factory=lambda: os.environ.get("TEMPORAL_NAMESPACE", "default")
+    )
+    temporal_api_key: str | None = field(default_factory=lambda: os.environ.get("TEMPORAL_API_KEY"))
+    temporal_tls: bool = field(
+        default_factory=lambda: os.environ.get("TEMPORAL_TLS", "").lower() in ("1", "true", "yes")
+    )
+    temporal_ui_url: str | None = field(
+        default_factory=lambda: os.environ.get("POLICYFORGE_UI_URL")
+    )
+    s3_endpoint: str | None = field(
+        default_factory=lambda: (
+            os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        )
+    )
+    state_dir: Path = field(
+        default_factory=lambda: Path(
+            os.environ.get("POLICYFORGE_STATE_DIR", Path.home() / ".policyforge")
+        ).expanduser()
+    )
+    temporal_port: int = field(default_factory=lambda: _int("POLICYFORGE_TEMPORAL_PORT", 7233))
+    ui_port: int = field(default_factory=lambda: _int("POLICYFORGE_UI_PORT", 8233))
+    s3_port: int = field(default_factory=lambda: _int("POLICYFORGE_S3_PORT", 8333))
+    train_concurrency: int = field(
+        default_factory=lambda: _int("POLICYFORGE_TRAIN_CONCURRENCY", os.cpu_count() or 1)
+    )
+    queue_prefix: str = field(
+        default_factory=lambda: os.environ.get("POLICYFORGE_QUEUE_PREFIX", "policyforge")
+    )
+    log_level: str = field(default_factory=lambda: os.environ.get("POLICYFORGE_LOG_LEVEL", "info"))
+
+    @property
+    def address(self) -> str:
+        """Where clients connect: TEMPORAL_ADDRESS, or the local default."""
+        return self.temporal_address or f"localhost:{self.temporal_port}"
+
+    def ui_link(self, workflow_id: str | None = None) -> str:
+        base = (self.temporal_ui_url or f"http://localhost:{self.ui_port}").rstrip("/")
+        if workflow_id is None:
+            return base
+        return f"{base}/namespaces/{self.temporal_namespace}/workflows/{workflow_id}"

@@ -1,0 +1,13 @@
+"""Entry point of the train worker pool: `python -m workers.train`."""
+
+from __future__ import annotations
+
+from workers.main import run_pool_process
+
+
+def main() -> None:
+    run_pool_process(["train"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Following a running session: live progress, and the final report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+
+from workflows.models import SessionResult, SessionStatus
+
+
+async def live_timesteps(handle: WorkflowHandle) -> tuple[int | None, Any]:
+    """Timesteps of running training activities, from their heartbeats (mean over seeds)."""
+    desc = await handle.describe()
+    steps = []
+    for pending in desc.raw_description.pending_activities:
+        if pending.activity_type.name != "train_policy" or not pending.heartbeat_details.payloads:
+            continue
+        try:
+            details = json.loads(pending.heartbeat_details.payloads[0].data)
+            steps.append(int(details["timesteps"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return (sum(steps) // len(steps) if steps else None), desc.status
+
+
+async def query_status(handle: WorkflowHandle) -> SessionStatus | None:
+    from workflows.session import SessionWorkflow
+
+    try:
+        return await handle.query(SessionWorkflow.status)
+    except Exception:  # noqa: BLE001 - no worker yet, or workflow not started: show nothing
+        return None
+
+
+async def follow(handle: WorkflowHandle, console: Console, poll_s: float = 1.0) -> SessionResult:
+    """Show stage, iteration and timesteps until the session ends; return its result."""
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+    task = progress.add_task("starting", total=1)
+    last_line = ""
+    with progress:
+        while True:
+            status = await query_status(handle)
+            steps, wf_status = await live_timesteps(handle)
+            if wf_status != WorkflowExecutionStatus.RUNNING:
+                break
+            if status is not None:
+                done = status.timesteps_done if steps is None else steps
+                if status.stage in ("validating", "authoring", "revising"):
+                    done = 0
+                desc = f"[{status.stage}] iteration {status.iteration}/{status.max_iterations}"
+                if status.best_score is not None:
+                    desc += f"  best {status.best_score:.2f}"
+                progress.update(
+                    task, description=desc, completed=done, total=status.timesteps_target
+                )
+                line = f"{status.stage} iteration {status.iteration}"
+                if line != last_line and not console.is_terminal:
+                    console.print(f"  {desc}")
+                last_line = line
+            await asyncio.sleep(poll_s)
+    return await handle.result()
+
+
+def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -> None:
+    table = Table(title=f"session {result.session_id}", show_lines=False)
+    for col in ("iter", "timesteps", "score", "passed", "diagnosis"):
+        table.add_column(col, overflow="fold")
+    for rec in result.iterations:
+        table.add_row(
+            str(rec.iteration),
+            f"{rec.timesteps:,}",
+            f"{rec.score:.2f}",
+            "yes" if rec.passed else "no",
+            rec.diagnosis + (f"\n(changed: {rec.changes})" if rec.changes else ""),
+        )
+    console.print(table)
+    verdict = "[green]PASSED[/green]" if result.passed else "[yellow]NOT PASSED[/yellow]"
+    best = result.best.best_run
+    console.print(
+        f"{verdict}  best iteration {result.best_iteration}, score {result.best_score:.2f}"
+        f"  (author: {result.model_label})"
+    )
+    for label, key in (
+        ("policy", best.model_key),
+        ("normalizer", best.vecnormalize_key),
+        ("video", best.video_key),
+        ("trajectory", best.trajectory_key),
+        ("reward", result.best.reward_key),
+    ):
+        if key:
+            console.print(f"  {label:<11} s3://{bucket}/{key}")
+    console.print(f"  Temporal UI {ui_link}")

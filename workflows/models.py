@@ -1,0 +1,338 @@
+"""Pydantic contracts shared by the workflow, the activities, the workers and the CLI.
+
+This module is imported inside the Temporal workflow sandbox: it may depend on pydantic and the
+standard library only (no numpy, torch, gymnasium, boto3).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+DEFAULT_QUEUE_PREFIX = "policyforge"
+
+
+def task_queue(pool: Literal["llm", "train", "judge"], prefix: str = DEFAULT_QUEUE_PREFIX) -> str:
+    """Task queue of a worker pool; a prefix lets several deployments share one namespace."""
+    return f"{prefix}-{pool}"
+
+
+TASK_QUEUE_LLM = task_queue("llm")
+TASK_QUEUE_TRAIN = task_queue("train")
+TASK_QUEUE_JUDGE = task_queue("judge")
+
+# The 10 Gymnasium MuJoCo v5 environments policyforge trains on.
+ENV_IDS: tuple[str, ...] = (
+    "HalfCheetah-v5",
+    "Ant-v5",
+    "Hopper-v5",
+    "Walker2d-v5",
+    "Humanoid-v5",
+    "HumanoidStandup-v5",
+    "Swimmer-v5",
+    "Reacher-v5",
+    "InvertedPendulum-v5",
+    "InvertedDoublePendulum-v5",
+)
+
+OFFLINE_MODEL = "offline"
+OFFLINE_LABEL = "offline (no LLM)"
+
+# Custom search attributes registered on the embedded dev server (Keyword/Int/Double/Bool).
+SEARCH_ATTRIBUTES: dict[str, str] = {
+    "PolicyforgeStage": "Keyword",
+    "PolicyforgeEnv": "Keyword",
+    "PolicyforgeIteration": "Int",
+    "PolicyforgeBestScore": "Double",
+    "PolicyforgePassed": "Bool",
+}
+
+Stage = Literal[
+    "starting",
+    "authoring",
+    "validating",
+    "training",
+    "evaluating",
+    "judging",
+    "revising",
+    "done",
+    "failed",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SessionInput(_Model):
+    """What a person asks for. Extra fields are rejected so a typo never silently does nothing."""
+
+    prompt: str
+    env_id: str
+    total_timesteps: int = 200_000
+    max_iterations: int = 3
+    pass_threshold: float = 0.8
+    seeds: int = 1
+    llm_model: str = OFFLINE_MODEL
+    # The reviser may raise the per-iteration budget up to this cap (default: 2x total_timesteps).
+    max_timesteps_per_iteration: int | None = None
+    # Steps of the deterministic evaluation rollout (None: the env's own episode length).
+    eval_max_steps: int | None = None
+    session_id: str | None = None
+    # Worker pools polled: <prefix>-llm, <prefix>-train, <prefix>-judge.
+    queue_prefix: str = DEFAULT_QUEUE_PREFIX
+
+    @property
+    def timesteps_cap(self) -> int:
+        return self.max_timesteps_per_iteration or 2 * self.total_timesteps
+
+
+def input_errors(data: dict) -> list[str]:
+    """Validate raw session input; returns one-line errors that each name a field."""
+    try:
+        inp = SessionInput.model_validate(data)
+    except ValidationError as exc:
+        out = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "input"
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = "unknown field; remove it (see SessionInput in workflows/models.py)"
+            out.append(f"{field}: {msg}")
+        return out
+    errors = []
+    if not inp.prompt.strip():
+        errors.append("prompt: is empty; describe the behaviour, e.g. 'run forward'")
+    if inp.env_id not in ENV_IDS:
+        errors.append(
+            f"env_id: unknown environment {inp.env_id!r}; choose one of {', '.join(ENV_IDS)}"
+        )
+    for field in ("total_timesteps", "max_iterations", "seeds"):
+        value = getattr(inp, field)
+        if value <= 0:
+            errors.append(f"{field}: must be a positive integer (got {value})")
+    if inp.max_timesteps_per_iteration is not None and inp.max_timesteps_per_iteration < max(
+        inp.total_timesteps, 1
+    ):
+        errors.append(
+            "max_timesteps_per_iteration: must be at least total_timesteps "
+            f"({inp.max_timesteps_per_iteration} < {inp.total_timesteps})"
+        )
+    if inp.eval_max_steps is not None and inp.eval_max_steps <= 0:
+        errors.append(f"eval_max_steps: must be a positive integer (got {inp.eval_max_steps})")
+    if not 0.0 < inp.pass_threshold <= 1.0:
+        errors.append(f"pass_threshold: must be in (0, 1] (got {inp.pass_threshold})")
+    if not inp.llm_model.strip():
+        errors.append("llm_model: is empty; use 'offline' or a model name")
+    return errors
+
+
+# --- criteria, rewards and judgments -------------------------------------------------------
+
+
+class Criterion(_Model):
+    """A measurable behavioural criterion, checked by the code judge on a trajectory."""
+
+    name: str
+    description: str
+    # A metric the code judge computes from a trajectory (see activities/judging/metrics.py).
+    metric: str
+    target: float
+    # at_least: value >= target passes; at_most: value <= target; near: |value-target| <= tol.
+    direction: Literal["at_least", "at_most", "near"] = "at_least"
+    tolerance: float = 0.0
+    weight: float = 1.0
+
+
+class RewardArtifact(_Model):
+    """Reward code lives in S3; the workflow only carries its key and a short description."""
+
+    key: str
+    latex: str
+    terms: list[str]
+    summary: str
+    # For template-authored rewards: the template and its parameters, so a reviser can re-render.
+    template: str | None = None
+    params: dict[str, float] = Field(default_factory=dict)
+
+
+class AuthorRequest(_Model):
+    session_id: str
+    iteration: int
+    prompt: str
+    env_id: str
+    llm_model: str
+
+
+class AuthorResult(_Model):
+    reward: RewardArtifact
+    criteria: list[Criterion]
+    model_label: str
+
+
+class ValidateRequest(_Model):
+    env_id: str
+    reward_key: str
+    steps: int = 64
+    seed: int = 0
+
+
+class ValidateResult(_Model):
+    ok: bool
+    error: str | None = None
+    steps: int = 0
+    # Mean absolute value of each reward term over the validation steps.
+    term_magnitudes: dict[str, float] = Field(default_factory=dict)
+
+
+class TrainRequest(_Model):
+    session_id: str
+    iteration: int
+    run_name: str  # e.g. "c0_default_seed_0"
+    env_id: str
+    reward_key: str
+    timesteps: int
+    seed: int = 0
+
+
+class TrainResult(_Model):
+    run_prefix: str  # sessions/<sid>/iter_<n>/<run_name>/
+    model_key: str
+    vecnormalize_key: str
+    timesteps_done: int
+    mean_episode_return: float | None = None  # under the session's reward
+    mean_env_return: float | None = None  # under the env's own reward, for reference
+    term_means: dict[str, float] = Field(default_factory=dict)  # per-step mean of each term
+    wall_seconds: float = 0.0
+    steps_per_second: float = 0.0
+    # Training still improving at the end (last quarter's returns above the previous quarter's).
+    still_improving: bool = False
+
+
+class EvalRequest(_Model):
+    env_id: str
+    reward_key: str
+    run_prefix: str
+    model_key: str
+    vecnormalize_key: str
+    seed: int = 0
+    max_steps: int | None = None
+    record_video: bool = True
+
+
+class EvalResult(_Model):
+    video_key: str | None
+    trajectory_key: str
+    episode_return: float
+    env_return: float
+    episode_length: int
+    terminated: bool
+
+
+class JudgeRequest(_Model):
+    env_id: str
+    trajectory_key: str
+    criteria: list[Criterion]
+    pass_threshold: float
+
+
+class CriterionScore(_Model):
+    name: str
+    metric: str
+    value: float
+    target: float
+    direction: str
+    score: float  # in [0, 1]
+
+
+class Judgment(_Model):
+    score: float  # in [0, 1]
+    passed: bool
+    diagnosis: str
+    criteria: list[CriterionScore] = Field(default_factory=list)
+    failure_tags: list[str] = Field(default_factory=list)
+
+
+class ReviseRequest(_Model):
+    session_id: str
+    iteration: int  # the iteration the revised reward is for
+    prompt: str
+    env_id: str
+    llm_model: str
+    reward: RewardArtifact
+    criteria: list[Criterion]
+    judgment: Judgment
+    train: TrainResult
+    timesteps: int
+    timesteps_cap: int
+
+
+class ReviseResult(_Model):
+    reward: RewardArtifact
+    timesteps: int
+    changes: str  # one or two sentences: what changed and why
+
+
+# --- session state and result --------------------------------------------------------------
+
+
+class RunRecord(_Model):
+    run_name: str
+    seed: int
+    run_prefix: str
+    model_key: str
+    vecnormalize_key: str
+    video_key: str | None
+    trajectory_key: str
+    timesteps_done: int
+    score: float
+    passed: bool
+
+
+class IterationRecord(_Model):
+    iteration: int
+    reward_key: str
+    reward_summary: str
+    latex: str
+    timesteps: int
+    score: float
+    passed: bool
+    diagnosis: str
+    failure_tags: list[str] = Field(default_factory=list)
+    best_run: RunRecord
+    runs: int = 1
+    changes: str | None = None  # what the reviser changed to produce this iteration's reward
+
+
+class SessionStatus(_Model):
+    session_id: str
+    prompt: str
+    env_id: str
+    model_label: str
+    stage: Stage
+    iteration: int
+    max_iterations: int
+    timesteps_done: int  # of the runs in the current iteration (mean over seeds)
+    timesteps_target: int
+    best_score: float | None
+    best_iteration: int | None
+    iterations: list[IterationRecord] = Field(default_factory=list)
+
+
+class SessionResult(_Model):
+    session_id: str
+    status: Literal["passed", "not_passed"]
+    passed: bool
+    model_label: str
+    best_iteration: int
+    best_score: float
+    best: IterationRecord
+    iterations: list[IterationRecord]
+
+
+class TrainProgress(_Model):
+    """Heartbeat details of a training activity."""
+
+    timesteps: int
+    mean_return: float | None = None
