@@ -24,6 +24,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("dev", help="embedded Temporal + S3 and all three worker pools in one process")
 
+    worker = sub.add_parser("worker", help="run one or more worker pools against TEMPORAL_ADDRESS")
+    worker.add_argument("pools", nargs="+", choices=["llm", "train", "judge"])
+
     demo = sub.add_parser("demo", help="run the demo session end to end on embedded services")
     demo.add_argument("--timesteps", type=int, default=None, help="per-iteration budget")
     demo.add_argument("--out", type=Path, default=Path("demo-output"))
@@ -236,6 +239,10 @@ def main(argv: list[str] | None = None) -> None:
             from workers.dev import run_dev
 
             run_dev(settings)
+        elif args.command == "worker":
+            from workers.main import run_pool_process
+
+            run_pool_process(args.pools)
         elif args.command == "demo":
             from workers.demo import run_demo
 

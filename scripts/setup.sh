@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Creates or updates .venv with policyforge and everything it needs, system packages included.
+# Idempotent: a second run with nothing changed takes a second or two.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=.venv
+STAMP=$VENV/.policyforge-installed
+
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+# 1. System packages: Mesa EGL for headless MuJoCo rendering (video is encoded by PyAV, which
+#    ships its own FFmpeg).
+SYSTEM_PACKAGES=(libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri)
+if command -v dpkg-query >/dev/null 2>&1; then
+  missing=()
+  for pkg in "${SYSTEM_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    say "installing system packages: ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+else
+  say "not a Debian/Ubuntu system: install Mesa EGL (libEGL, OSMesa/llvmpipe) yourself for video"
+fi
+
+# 2. The virtualenv.
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+    || { echo "error: policyforge needs Python 3.11 or newer; set PYTHON=python3.11" >&2; exit 1; }
+  say "creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+
+# 3. torch first, so that the project install below never pulls a multi-GB CUDA build onto a
+#    CPU-only machine. TORCH_SPEC overrides (e.g. TORCH_SPEC=torch for the CUDA build on PyPI).
+if ! "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1; then
+  if [ -n "${TORCH_SPEC:-}" ]; then
+    say "installing $TORCH_SPEC"
+    "${PIP[@]}" install "$TORCH_SPEC"
+  elif command -v nvidia-smi >/dev/null 2>&1; then
+    say "NVIDIA GPU found: installing the CUDA build of torch"
+    "${PIP[@]}" install "torch>=2.3,<=2.14.1"
+  else
+    say "no GPU: installing the CPU build of torch"
+    # A local or mirrored CPU wheel first; then PyTorch's CPU index.
+    "${PIP[@]}" install "torch==2.13.0+cpu" 2>/dev/null \
+      || "${PIP[@]}" install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
+  fi
+fi
+
+# 4. The project (editable) with its test tools, when pyproject.toml changed since last time.
+if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
+  say "installing policyforge into $VENV"
+  "${PIP[@]}" install -e '.[dev]'
+  touch "$STAMP"
+fi
