@@ -83,8 +83,9 @@ def check_input(data: dict[str, Any]) -> None:
     """Validate before connecting: bad input never reaches the server."""
     errors = input_errors(data)
     if not errors and data["llm_model"] == OFFLINE_MODEL:
-        from activities.llm.offline import match_intent
         from temporalio.exceptions import ApplicationError
+
+        from activities.llm.offline import match_intent
 
         try:
             match_intent(data["prompt"], data["env_id"])
@@ -182,7 +183,6 @@ async def show_status(session_id: str, as_json: bool) -> None:
 
 def cmd_train(args: argparse.Namespace) -> None:
     from activities.training.local import check_reward_file, train_local
-
     from activities.training.reward_runtime import RewardLoadError
 
     errors = []

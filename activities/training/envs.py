@@ -21,7 +21,9 @@ class EnvFacts:
     dt: float
     max_episode_steps: int
     terminates: bool  # ends episodes when unhealthy
-    height_index: int | None  # qpos index of the torso height (None: not meaningful)
+    # qpos index of the torso height (None: not meaningful). Absolute height in metres, except
+    # HalfCheetah, whose rootz slide joint is 0 at its 0.7 m start height (torso z = 0.7 + qpos[1]).
+    height_index: int | None
     healthy_z: tuple[float, float] | None  # healthy torso height range, if the env has one
     ctrl_cost_weight: float
     healthy_reward: float

@@ -101,7 +101,8 @@ def load_reward(source: str, filename: str = "<reward>") -> LoadedReward:
     if callable(fn):
         return LoadedReward(fn, str(namespace.get("LATEX", "")), list(namespace.get("TERMS", [])))
     raise RewardLoadError(
-        f"{filename} defines no RewardFunction subclass and no reward_fn(obs, action, next_obs, info)"
+        f"{filename} defines no RewardFunction subclass "
+        "and no reward_fn(obs, action, next_obs, info)"
     )
 
 

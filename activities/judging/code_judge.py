@@ -1,0 +1,220 @@
+"""The code judge: measure a trajectory against the session's criteria, score, and explain.
+
+Each criterion scores in [0, 1]; the judgment's score is their weighted mean and it passes at
+`pass_threshold`. The diagnosis names measured numbers against targets in at most three sentences
+and the failure tags are short snake_case words the reviser acts on.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from activities.judging.metrics import METRICS, MetricUnavailable, Trajectory, compute
+from workflows.models import Criterion, CriterionScore, Judgment
+
+# (tag when the value is below the target, tag when above) for a failing criterion.
+TAGS: dict[str, tuple[str | None, str | None]] = {
+    "mean_x_velocity": ("too_slow", "too_fast"),
+    "mean_backward_velocity": ("too_slow", "too_fast"),
+    "forward_distance": ("too_little_progress", "too_far"),
+    "mean_horizontal_speed": ("too_slow", "drifts"),
+    "mean_height": ("too_low", "too_high"),
+    "late_mean_height": ("too_low", "too_high"),
+    "max_height": ("jumps_too_low", "jumps_too_high"),
+    "alive_fraction": ("falls_early", None),
+    "mean_uprightness": ("not_upright", None),
+    "late_uprightness": ("not_upright", None),
+    "late_torso_pitch_up": ("not_reared_up", "over_rotated"),
+    "mean_yaw_rate": ("spins_too_slowly", "spins_too_fast"),
+    "mean_clockwise_yaw_rate": ("spins_too_slowly", "spins_too_fast"),
+    "mean_abs_pole_angle": (None, "pole_wobbles"),
+    "upright_fraction": ("pole_falls", None),
+    "final_distance_to_target": (None, "misses_target"),
+    "mean_distance_to_target": (None, "reaches_slowly"),
+    "final_joint_speed": (None, "not_still"),
+    "mean_abs_action": ("too_passive", "wasteful_actions"),
+}
+_VELOCITY = (
+    "mean_x_velocity",
+    "mean_backward_velocity",
+    "mean_yaw_rate",
+    "mean_clockwise_yaw_rate",
+)
+# Metrics that already count the steps after a fall; every other criterion only counts for the
+# share of the episode the robot survived (a squat held for 20 of 1000 steps is not held).
+SURVIVAL_METRICS = ("alive_fraction", "upright_fraction")
+COST_DOMINANCE = 0.5  # a penalty term "dominates" above this fraction of the rewarded terms
+BONUS_DOMINANCE = 3.0  # a constant bonus "dominates" above this multiple of the rewarded terms
+
+
+def criterion_score(value: float, c: Criterion) -> float:
+    """1 when the criterion is met, falling towards 0 with the shortfall."""
+    if not math.isfinite(value):
+        return 0.0
+    t = c.target
+    if c.direction == "near":
+        err = abs(value - t)
+        if err <= c.tolerance:
+            return 1.0
+        # Linear to 0 at three tolerances off target: "near" is judged on the tolerance's scale.
+        scale = 2.0 * c.tolerance if c.tolerance > 0 else max(0.1 * abs(t), 1e-6)
+        return _clip(1.0 - (err - c.tolerance) / scale)
+    if c.direction == "at_least":
+        if value >= t:
+            return 1.0
+        return _clip(value / t) if t > 0 else _clip(1.0 - (t - value) / max(abs(t), 1.0))
+    if value <= t:  # at_most
+        return 1.0
+    return _clip(t / value) if t > 0 else _clip(1.0 - (value - t) / max(abs(t), 1.0))
+
+
+def _clip(x: float) -> float:
+    return float(min(1.0, max(0.0, x)))
+
+
+def _fmt(value: float, unit: str) -> str:
+    text = f"{value:.2f}" if abs(value) >= 0.01 or value == 0 else f"{value:.3g}"
+    return f"{text} {unit}".rstrip()
+
+
+def _target_text(c: Criterion, unit: str) -> str:
+    if c.direction == "near":
+        return f"{_fmt(c.target, unit)} ± {_fmt(c.tolerance, unit)}"
+    word = "at least" if c.direction == "at_least" else "at most"
+    return f"{word} {_fmt(c.target, unit)}"
+
+
+def _describe(t: Trajectory, c: Criterion, value: float) -> str:
+    m = METRICS[c.metric]
+    text = f"{m.label} {_fmt(value, m.unit)} against a target of {_target_text(c, m.unit)}"
+    if c.metric in _VELOCITY and c.direction == "at_least" and c.target > 0:
+        if value < 0:
+            text += "; the policy goes the wrong way"
+        elif value < 0.1 * c.target:
+            text += "; the policy barely " + ("turns" if "yaw" in c.metric else "moves")
+    if c.metric == "alive_fraction" and t.terminated:
+        text += f" (the episode ended after {t.length} of {t.horizon} steps)"
+    return text
+
+
+def _tags_for(c: Criterion, value: float) -> list[str]:
+    low, high = TAGS.get(c.metric, ("below_target", "above_target"))
+    tag = low if value < c.target else high
+    out = [tag or f"{c.metric}_off_target"]
+    if c.metric in _VELOCITY and value < 0 < c.target:
+        out.append("wrong_direction")
+    return out
+
+
+def _term_balance(t: Trajectory) -> tuple[list[str], str | None]:
+    """Tags and a sentence when a penalty or a constant bonus outweighs the rewarded terms.
+
+    The judge does not know which term expresses the intent, so it reads the shapes: a term that
+    is never positive is a penalty, a constant positive one an alive bonus, the rest are rewarded.
+    """
+    series = {k: v for k, v in t.terms().items() if len(v) and np.all(np.isfinite(v))}
+    constant = {k for k, v in series.items() if float(np.ptp(v)) < 1e-9}
+    penalties = {k for k, v in series.items() if k not in constant and float(np.max(v)) <= 0}
+    rewarded = [k for k in series if k not in constant and k not in penalties]
+    if not rewarded:
+        return [], None
+    task = sum(abs(float(np.mean(series[k]))) for k in rewarded)
+    tags, worst = [], None
+    for k in sorted(series, key=lambda k: float(np.mean(series[k]))):
+        m = float(np.mean(series[k]))
+        if k in penalties and -m > COST_DOMINANCE * task:
+            tags.append(f"{k}_cost_dominates")
+            worst = worst or f"the {k} term averaged {m:.3g} per step against {task:.3g}"
+        elif k in constant and m > 0 and m > BONUS_DOMINANCE * task:
+            tags.append(f"{k}_bonus_dominates")
+            worst = worst or f"the constant {k} bonus ({m:.3g} per step) dwarfs {task:.3g}"
+    if worst:
+        worst = worst[0].upper() + worst[1:] + " for the rewarded terms."
+    return tags, worst
+
+
+def judge(t: Trajectory, criteria: list[Criterion], pass_threshold: float) -> Judgment:
+    scores: list[CriterionScore] = []
+    failing: list[tuple[float, str]] = []  # (weighted shortfall, description)
+    tags: list[str] = []
+    unmeasurable: list[str] = []
+    alive = compute(t, "alive_fraction")
+    for c in criteria:
+        try:
+            value = compute(t, c.metric)
+        except MetricUnavailable as exc:
+            scores.append(_score(c, 0.0, 0.0))
+            unmeasurable.append(f"{c.name}: {exc}")
+            tags.append("unmeasurable_criterion")
+            continue
+        met = criterion_score(value, c)
+        s = met if c.metric in SURVIVAL_METRICS else met * alive
+        scores.append(_score(c, value, s))
+        if met < 1.0:
+            failing.append((c.weight * (1.0 - s), _describe(t, c, value)))
+            tags.extend(_tags_for(c, value))
+        elif s < 1.0:
+            shown = f"{_describe(t, c, value)}, but only for {t.length} of {t.horizon} steps"
+            failing.append((c.weight * (1.0 - s), shown))
+    total_w = sum(max(c.weight, 0.0) for c in criteria)
+    score = (
+        sum(max(c.weight, 0.0) * s.score for c, s in zip(criteria, scores, strict=True)) / total_w
+        if total_w > 0
+        else 0.0
+    )
+    score = round(_clip(score), 4)
+    passed = bool(criteria) and score >= pass_threshold
+
+    sentences: list[str] = []
+    if not criteria:
+        sentences.append("No criteria to judge against.")
+    elif not failing and not unmeasurable:
+        shown = "; ".join(
+            _describe(t, c, s.value) for c, s in list(zip(criteria, scores, strict=True))[:2]
+        )
+        sentences.append(f"All criteria met: {shown}.")
+    else:
+        failing.sort(key=lambda f: -f[0])
+        if failing:
+            sentences.append(_cap(failing[0][1]) + ".")
+        if len(failing) > 1:
+            sentences.append("Also short: " + "; ".join(d for _, d in failing[1:3]) + ".")
+        if unmeasurable:
+            sentences.append("Not measurable: " + "; ".join(unmeasurable) + ".")
+    if not passed:
+        balance_tags, balance = _term_balance(t)
+        tags.extend(balance_tags)
+        if balance and len(sentences) < 3:
+            sentences.append(balance)
+    return Judgment(
+        score=score,
+        passed=passed,
+        diagnosis=" ".join(sentences[:3]),
+        criteria=scores,
+        failure_tags=list(dict.fromkeys(tags)),
+    )
+
+
+def _cap(text: str) -> str:
+    return text[0].upper() + text[1:] if text else text
+
+
+def _score(c: Criterion, value: float, score: float) -> CriterionScore:
+    return CriterionScore(
+        name=c.name,
+        metric=c.metric,
+        value=round(value, 4),
+        target=c.target,
+        direction=c.direction,
+        score=round(score, 4),
+    )
+
+
+def judge_trajectory(
+    npz: bytes | str | Path, env_id: str, criteria: list[Criterion], pass_threshold: float
+) -> Judgment:
+    """Judge a trajectory file (path) or its bytes; TrajectoryError when it cannot be read."""
+    return judge(Trajectory.load(npz, env_id), criteria, pass_threshold)

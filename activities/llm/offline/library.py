@@ -1,0 +1,303 @@
+"""The offline author's data: templates, per-environment body geometry and parameters, criteria.
+
+Pure data and small builders (no gymnasium): the CLI imports this to check a prompt before it
+connects. Templates are files in `templates/`; this module says which environments each supports,
+how reward code reads each body from `info["qpos"]` / `info["qvel"]`, the default weights, and
+which measurable criteria (metrics of activities/judging/metrics.py) judge the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from activities.training.envs import ENVS, facts
+from workflows.models import Criterion
+
+LOCOMOTION_ENVS = tuple(e for e, f in ENVS.items() if f.locomotion)
+
+
+@dataclass(frozen=True)
+class TemplateSpec:
+    name: str  # templates/<name>.py.tmpl
+    family: str
+    envs: tuple[str, ...]
+    terms: tuple[str, ...]  # every term the template can emit, in order
+    weights: tuple[tuple[str, str], ...]  # (term, the param that scales it)
+    task_terms: tuple[str, ...]  # the terms that express the intent itself
+    penalties: tuple[str, ...] = ()
+    bonuses: tuple[str, ...] = ()  # constant per-step rewards (alive bonuses)
+
+    def weight_param(self, term: str) -> str | None:
+        return dict(self.weights).get(term)
+
+
+_FREE_YAW_RATE = (
+    # World-frame z of the root's angular velocity: MuJoCo gives a free joint's angular
+    # velocity (qvel[3:6]) in the body frame, so rotate it by the third row of R(quaternion).
+    "2.0 * (qpos[4] * qpos[6] - qpos[3] * qpos[5]) * qvel[3]"
+    " + 2.0 * (qpos[5] * qpos[6] + qpos[3] * qpos[4]) * qvel[4]"
+    " + (1.0 - 2.0 * (qpos[4] ** 2 + qpos[5] ** 2)) * qvel[5]"
+)
+_FREE_UP_Z = "1.0 - 2.0 * (qpos[4] ** 2 + qpos[5] ** 2)"  # world z of the body's +z axis
+_PLANAR_UP = "math.cos(qpos[2])"  # planar walkers: qpos[2] is the torso pitch
+
+
+@dataclass(frozen=True)
+class Body:
+    """How reward code reads one environment's torso (Python expressions over qpos, qvel)."""
+
+    height: str | None
+    vertical_speed: str | None
+    upright: str | None  # 1 upright, 0 lying, -1 upside down
+    planar_speed_sq: str  # squared horizontal speed of the root (m/s)^2
+    yaw_rate: str | None  # world-frame yaw rate (rad/s); None where the root cannot turn
+    stand_height: float  # torso height standing normally (m)
+
+
+BODIES: dict[str, Body] = {
+    "Hopper-v5": Body("qpos[1]", "qvel[1]", _PLANAR_UP, "qvel[0] ** 2", None, 1.25),
+    "Walker2d-v5": Body("qpos[1]", "qvel[1]", _PLANAR_UP, "qvel[0] ** 2", None, 1.25),
+    "Ant-v5": Body(
+        "qpos[2]", "qvel[2]", _FREE_UP_Z, "qvel[0] ** 2 + qvel[1] ** 2", _FREE_YAW_RATE, 0.6
+    ),
+    "Humanoid-v5": Body(
+        "qpos[2]", "qvel[2]", _FREE_UP_Z, "qvel[0] ** 2 + qvel[1] ** 2", _FREE_YAW_RATE, 1.4
+    ),
+    # HumanoidStandup's model is built lying on its back: the head is along the torso's -x axis.
+    "HumanoidStandup-v5": Body(
+        "qpos[2]",
+        "qvel[2]",
+        "2.0 * (qpos[3] * qpos[5] - qpos[4] * qpos[6])",
+        "qvel[0] ** 2 + qvel[1] ** 2",
+        None,
+        1.4,
+    ),
+    # Swimmer moves in the x-y plane; qpos[2] is its heading.
+    "Swimmer-v5": Body(None, None, None, "qvel[0] ** 2 + qvel[1] ** 2", "qvel[2]", 0.0),
+}
+
+# Squared deviation of the pole(s) from vertical, and the angle metric the judge reports.
+POLE_ANGLE_SQ = {
+    "InvertedPendulum-v5": "qpos[1] ** 2",
+    "InvertedDoublePendulum-v5": "qpos[1] ** 2 + (qpos[1] + qpos[2]) ** 2",
+}
+
+_LOCO = dict(penalties=("ctrl",), bonuses=("healthy",))
+SPECS: dict[str, TemplateSpec] = {
+    s.name: s
+    for s in (
+        TemplateSpec(
+            "forward",
+            "locomotion",
+            LOCOMOTION_ENVS,
+            ("forward", "ctrl", "healthy"),
+            (("forward", "forward_weight"), ("ctrl", "ctrl_weight"), ("healthy", "healthy_bonus")),
+            ("forward",),
+            **_LOCO,
+        ),
+        TemplateSpec(
+            "track_speed",
+            "locomotion",
+            LOCOMOTION_ENVS,
+            ("speed", "ctrl", "healthy"),
+            (("speed", "speed_weight"), ("ctrl", "ctrl_weight"), ("healthy", "healthy_bonus")),
+            ("speed",),
+            **_LOCO,
+        ),
+        TemplateSpec(
+            "stand",
+            "standing",
+            ("Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5", "HumanoidStandup-v5"),
+            ("height", "upright", "still", "ctrl", "healthy"),
+            (
+                ("height", "height_weight"),
+                ("upright", "upright_weight"),
+                ("still", "still_weight"),
+                ("ctrl", "ctrl_weight"),
+                ("healthy", "healthy_bonus"),
+            ),
+            ("height", "upright"),
+            ("still", "ctrl"),
+            ("healthy",),
+        ),
+        TemplateSpec(
+            "hold_height",
+            "standing",
+            ("Hopper-v5", "Walker2d-v5", "Humanoid-v5", "HumanoidStandup-v5"),
+            ("height", "upright", "still", "ctrl", "healthy"),
+            (
+                ("height", "height_weight"),
+                ("upright", "upright_weight"),
+                ("still", "still_weight"),
+                ("ctrl", "ctrl_weight"),
+                ("healthy", "healthy_bonus"),
+            ),
+            ("height", "upright"),
+            ("still", "ctrl"),
+            ("healthy",),
+        ),
+        TemplateSpec(
+            "spin",
+            "spinning",
+            ("Ant-v5", "Humanoid-v5", "Swimmer-v5"),
+            ("spin", "drift", "ctrl", "healthy"),
+            (
+                ("spin", "spin_weight"),
+                ("drift", "drift_weight"),
+                ("ctrl", "ctrl_weight"),
+                ("healthy", "healthy_bonus"),
+            ),
+            ("spin",),
+            ("drift", "ctrl"),
+            ("healthy",),
+        ),
+        TemplateSpec(
+            "jump",
+            "jumping",
+            ("Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5"),
+            ("height", "rise", "ctrl", "healthy"),
+            (
+                ("height", "height_weight"),
+                ("rise", "rise_weight"),
+                ("ctrl", "ctrl_weight"),
+                ("healthy", "healthy_bonus"),
+            ),
+            ("height", "rise"),
+            ("ctrl",),
+            ("healthy",),
+        ),
+        TemplateSpec(
+            "balance",
+            "balancing",
+            ("InvertedPendulum-v5", "InvertedDoublePendulum-v5"),
+            ("alive", "angle", "center"),
+            (("alive", "alive_bonus"), ("angle", "angle_weight"), ("center", "center_weight")),
+            ("alive",),
+            ("angle", "center"),
+        ),
+        TemplateSpec(
+            "rear_up",
+            "balancing",
+            ("Ant-v5",),
+            ("pitch", "drift", "ctrl", "healthy"),
+            (
+                ("pitch", "pitch_weight"),
+                ("drift", "drift_weight"),
+                ("ctrl", "ctrl_weight"),
+                ("healthy", "healthy_bonus"),
+            ),
+            ("pitch",),
+            ("drift", "ctrl"),
+            ("healthy",),
+        ),
+        TemplateSpec(
+            "reach",
+            "reaching",
+            ("Reacher-v5",),
+            ("distance", "ctrl", "still"),
+            (("distance", "distance_weight"), ("ctrl", "ctrl_weight"), ("still", "still_weight")),
+            ("distance",),
+            ("ctrl", "still"),
+        ),
+    )
+}
+
+# Heights (m) of the torso for poses; Humanoid-v5 ends an episode below 1.0 m and Walker2d-v5
+# above 2.0 m, so targets stay inside each env's healthy range.
+SQUAT_HEIGHT = {
+    "Humanoid-v5": 1.1,
+    "HumanoidStandup-v5": 0.85,
+    "Hopper-v5": 0.95,
+    "Walker2d-v5": 0.95,
+}
+SIT_HEIGHT = {"HumanoidStandup-v5": 0.45}  # pelvis on the ground, torso upright
+JUMP_TARGET = {"Hopper-v5": 1.7, "Walker2d-v5": 1.6, "Ant-v5": 0.95, "Humanoid-v5": 1.6}
+# Rough yaw rates (rad/s) a PPO policy reaches within a few hundred thousand steps.
+SPIN_RATE = {"Ant-v5": 1.5, "Humanoid-v5": 0.5, "Swimmer-v5": 0.5}
+# Envs that can flip over without the episode ending: an 'upright' criterion catches that exploit.
+FLIPPABLE = ("HalfCheetah-v5", "Ant-v5")
+
+
+def base_params(env_id: str) -> dict[str, float]:
+    """Control weight and alive bonus as the env itself uses them."""
+    f = facts(env_id)
+    return {
+        "ctrl_weight": f.ctrl_cost_weight,
+        "healthy_bonus": f.healthy_reward if f.terminates else 0.0,
+    }
+
+
+# --- criteria ------------------------------------------------------------------------------
+
+
+def crit(
+    name: str,
+    description: str,
+    metric: str,
+    target: float,
+    direction: str = "at_least",
+    tolerance: float = 0.0,
+    weight: float = 1.0,
+) -> Criterion:
+    return Criterion(
+        name=name,
+        description=description,
+        metric=metric,
+        target=round(target, 4),
+        direction=direction,  # type: ignore[arg-type]
+        tolerance=round(tolerance, 4),
+        weight=weight,
+    )
+
+
+def alive_criteria(env_id: str) -> list[Criterion]:
+    if not facts(env_id).terminates:
+        return []
+    return [
+        crit(
+            "stays_healthy",
+            "does not fall: survives at least 90% of the episode",
+            "alive_fraction",
+            0.9,
+        )
+    ]
+
+
+def upright_criteria(env_id: str) -> list[Criterion]:
+    if env_id not in FLIPPABLE:
+        return []
+    return [
+        crit(
+            "stays_upright",
+            "keeps its torso upright instead of flipping over",
+            "mean_uprightness",
+            0.7,
+        )
+    ]
+
+
+def locomotion_criteria(
+    env_id: str, direction: float, target: float, exact: bool
+) -> list[Criterion]:
+    word = "forward" if direction > 0 else "backward"
+    metric = "mean_x_velocity" if direction > 0 else "mean_backward_velocity"
+    if exact:
+        tol = max(0.25 * target, 0.1)
+        speed = crit(
+            f"{word}_speed",
+            f"mean {word} velocity {target:g} m/s (within {tol:g} m/s)",
+            metric,
+            target,
+            "near",
+            tol,
+            weight=3.0,
+        )
+    else:
+        speed = crit(
+            f"{word}_speed",
+            f"mean {word} velocity at least {target:g} m/s",
+            metric,
+            target,
+            weight=3.0,
+        )
+    return [speed, *alive_criteria(env_id), *upright_criteria(env_id)]

@@ -1,0 +1,151 @@
+"""The offline reviser: one deterministic, explained change to a template reward per iteration.
+
+It reads what training and the judge measured (per-term means, failure tags, criterion scores,
+whether returns were still rising) and changes what most plausibly holds the policy back:
+  1. a penalty term that outweighs the task terms -> halve its weight;
+  2. the policy falls early and the reward has an alive bonus -> raise the bonus by half;
+  3. a constant alive bonus dwarfs the task terms -> halve it (the policy is paid to stand still);
+  4. otherwise -> raise the task terms' weights by half.
+Independently, when training was still improving, the budget grows by half (up to the cap).
+One reward change at a time keeps the effect of each revision attributable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from activities.llm.offline.library import SPECS, TemplateSpec
+from activities.llm.offline.matcher import match_intent
+from activities.llm.offline.render import RenderedReward, clean_params, num, render_reward
+from workflows.models import ReviseRequest
+
+DOMINANCE = 0.5  # a penalty counts as dominant above this fraction of the task terms' magnitude
+BONUS_DOMINANCE = 3.0  # an alive bonus counts as dominant above this multiple of the task terms
+BUDGET_GROWTH = 1.5
+MIN_WEIGHT = 1e-5  # never scale a weight to zero: a zero weight removes the term entirely
+MAX_WEIGHT = 1e3
+
+
+@dataclass(frozen=True)
+class Revision:
+    reward: RenderedReward
+    timesteps: int
+    changes: str
+
+
+def _scaled(params: dict[str, float], key: str, factor: float) -> float | None:
+    """The new value, or None when clamping leaves it unchanged."""
+    old = params[key]
+    new = float(num(min(max(old * factor, MIN_WEIGHT), MAX_WEIGHT)))
+    return None if math.isclose(new, old) else new
+
+
+def _term_means(req: ReviseRequest, spec: TemplateSpec) -> dict[str, float]:
+    return {t: float(req.train.term_means.get(t, 0.0)) for t in spec.terms}
+
+
+def _reward_change(req: ReviseRequest, spec: TemplateSpec, params: dict[str, float]) -> str:
+    """Apply one change to `params` in place; return the sentence that explains it."""
+    means = _term_means(req, spec)
+    task = sum(abs(means[t]) for t in spec.task_terms)
+    tags = set(req.judgment.failure_tags)
+
+    # Largest penalty first; a penalty whose weight is 0 is not in the reward at all.
+    for term in sorted(spec.penalties, key=lambda t: -abs(means[t])):
+        key = spec.weight_param(term)
+        if key is None or not params.get(key):
+            continue
+        tagged = f"{term}_cost_dominates" in tags
+        measured = means[term] != 0.0 and abs(means[term]) > DOMINANCE * task
+        new = _scaled(params, key, 0.5) if measured or tagged else None
+        if new is not None:
+            old, params[key] = params[key], new
+            evidence = (
+                f"({means[term]:.3g}/step in training) outweighed the task terms ({task:.3g}/step)"
+                if measured
+                else "outweighed the task terms in the judged rollout"
+            )
+            return f"The {term} penalty {evidence}: halved {key} {num(old)} -> {num(new)}."
+
+    for term in spec.bonuses:
+        key = spec.weight_param(term)
+        if key is None or not params.get(key):
+            continue
+        if "falls_early" in tags:
+            new = _scaled(params, key, 1.5)
+            if new is not None:
+                old, params[key] = params[key], new
+                return (
+                    f"The policy fell early: raised the {term} bonus {key} {num(old)} -> "
+                    f"{num(new)} so staying up pays more."
+                )
+        elif means[term] > BONUS_DOMINANCE * task:
+            new = _scaled(params, key, 0.5)
+            if new is not None:
+                old, params[key] = params[key], new
+                return (
+                    f"The constant {term} bonus ({means[term]:.3g}/step) dwarfed the task terms "
+                    f"({task:.3g}/step), so standing still paid: halved {key} {num(old)} -> "
+                    f"{num(new)}."
+                )
+
+    changed = []
+    for term in spec.task_terms:
+        key = spec.weight_param(term)
+        if key is None:
+            continue
+        new = _scaled(params, key, 1.5)
+        if new is not None:
+            changed.append(f"{key} {num(params[key])} -> {num(new)}")
+            params[key] = new
+    if changed:
+        failing = [c.name for c in req.judgment.criteria if c.score < 1.0]
+        why = f"criteria not met ({', '.join(failing)})" if failing else "score below threshold"
+        return f"No penalty dominated but {why}: raised the task weight {'; '.join(changed)}."
+    return ""
+
+
+def _notes(prompt: str, env_id: str) -> tuple[str, ...]:
+    """The author's reading notes (e.g. how 'natural gait' was read), kept in the summary."""
+    try:
+        return match_intent(prompt, env_id).notes
+    except Exception:  # noqa: BLE001 - a reward written for a prompt the matcher rejects
+        return ()
+
+
+def revise(req: ReviseRequest) -> Revision:
+    template = req.reward.template
+    if template is None or template not in SPECS:
+        raise ValueError(
+            "the offline reviser can only re-render template rewards; this reward has "
+            f"template {template!r}"
+        )
+    spec = SPECS[template]
+    params = clean_params(req.reward.params)
+    sentences = [_reward_change(req, spec, params)]
+
+    timesteps = req.timesteps
+    if req.train.still_improving:
+        grown = min(math.ceil(req.timesteps * BUDGET_GROWTH), req.timesteps_cap)
+        if grown > req.timesteps:
+            timesteps = grown
+            sentences.append(
+                f"Returns were still rising at the end of training: raised the budget "
+                f"{req.timesteps:,} -> {grown:,} steps (cap {req.timesteps_cap:,})."
+            )
+        else:
+            sentences.append(
+                f"Returns were still rising, but the budget is already at its cap "
+                f"({req.timesteps_cap:,} steps)."
+            )
+    changes = " ".join(s for s in sentences if s) or "No parameter could be changed further."
+    reward = render_reward(
+        template,
+        req.env_id,
+        params,
+        req.prompt,
+        notes=_notes(req.prompt, req.env_id),
+        revision=f"iteration {req.iteration}: {changes}",
+    )
+    return Revision(reward=reward, timesteps=timesteps, changes=changes)

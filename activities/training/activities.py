@@ -1,0 +1,237 @@
+"""Temporal activities of the train pool: validate reward code, train PPO, evaluate a policy.
+
+Thin wrappers: fetch inputs from S3, run `activities.training.child` (where the reward code runs)
+under `supervisor.run_child`, heartbeat its progress, upload its outputs. Each works in its own
+temporary folder, removed at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from botocore.exceptions import ClientError
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.artifacts import ArtifactStore, run_prefix
+from activities.logs import activity_logger
+from activities.training.protocol import ChildFailed, ChildRequest
+from activities.training.supervisor import run_child
+from workflows.models import (
+    EvalRequest,
+    EvalResult,
+    TrainProgress,
+    TrainRequest,
+    TrainResult,
+    ValidateRequest,
+    ValidateResult,
+)
+
+VALIDATE_TIMEOUT_S = 180.0  # 64 random steps take a second; longer means the reward code hangs
+EVAL_TIMEOUT_S = 900.0
+TRAIN_STALL_S = 300.0  # no progress line for this long: the child hangs (lines come every ~2 s)
+HEARTBEAT_EVERY_S = 10.0
+
+# Files of a training run uploaded under its run prefix.
+TRAIN_OUTPUTS = ("model.zip", "vecnormalize.pkl", "metrics/scalars.jsonl", "summary.json")
+
+
+def _filename(key: str) -> str:
+    return PurePosixPath(key).name or "reward_fn.py"
+
+
+async def _get_text(store: ArtifactStore, key: str) -> str:
+    try:
+        return await asyncio.to_thread(store.get_text, key)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in ("NoSuchKey", "404", "NotFound"):
+            raise ApplicationError(
+                f"artifact s3://{store.bucket}/{key} does not exist",
+                type="ArtifactMissing",
+                non_retryable=True,
+            ) from None
+        raise
+
+
+async def _download(store: ArtifactStore, key: str, path: Path) -> Path:
+    try:
+        return await asyncio.to_thread(store.download, key, path)
+    except ClientError as exc:
+        raise ApplicationError(
+            f"cannot download s3://{store.bucket}/{key}: {exc}",
+            type="ArtifactMissing",
+            non_retryable=exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"),
+        ) from None
+
+
+@contextlib.asynccontextmanager
+async def _heartbeating(details: Callable[[], Any] | None = None) -> AsyncIterator[None]:
+    """Heartbeat every few seconds while the child runs: it keeps cancellation deliverable."""
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_EVERY_S)
+            if details is None:
+                activity.heartbeat()
+            else:
+                activity.heartbeat(details())
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _failure(exc: ChildFailed) -> ApplicationError:
+    # Reward code at fault: retrying runs the same code again, so the workflow must revise it.
+    return ApplicationError(
+        exc.message,
+        type="RewardRuntimeError" if exc.reward_fault else "TrainingFailed",
+        non_retryable=exc.reward_fault,
+    )
+
+
+@activity.defn(name="validate_reward")
+async def validate_reward(req: ValidateRequest) -> ValidateResult:
+    log = activity_logger(env_id=req.env_id, reward_key=req.reward_key)
+    store = ArtifactStore()
+    source = await _get_text(store, req.reward_key)
+    child = ChildRequest(
+        env_id=req.env_id,
+        reward_source=source,
+        reward_filename=_filename(req.reward_key),
+        steps=req.steps,
+        seed=req.seed,
+    )
+    with tempfile.TemporaryDirectory(prefix="pf-validate-", ignore_cleanup_errors=True) as tmp:
+        try:
+            async with _heartbeating():
+                result = await run_child(
+                    "validate",
+                    child,
+                    Path(tmp),
+                    timeout_s=VALIDATE_TIMEOUT_S,
+                    timeout_is_reward_fault=True,
+                )
+        except ChildFailed as exc:
+            if not exc.reward_fault:
+                raise ApplicationError(exc.message, type="ValidationFailed") from None
+            log.info("reward invalid", error=exc.message)
+            return ValidateResult(ok=False, error=exc.message)
+    log.info("reward valid", term_magnitudes=result["term_magnitudes"])
+    return ValidateResult(
+        ok=True, steps=int(result["steps"]), term_magnitudes=result["term_magnitudes"]
+    )
+
+
+@activity.defn(name="train_policy")
+async def train_policy(req: TrainRequest) -> TrainResult:
+    log = activity_logger(req.iteration, env_id=req.env_id, run=req.run_name)
+    store = ArtifactStore()
+    source = await _get_text(store, req.reward_key)
+    prefix = run_prefix(req.session_id, req.iteration, req.run_name)
+    child = ChildRequest(
+        env_id=req.env_id,
+        reward_source=source,
+        reward_filename=_filename(req.reward_key),
+        timesteps=req.timesteps,
+        seed=req.seed,
+    )
+    progress = TrainProgress(timesteps=0)
+
+    def on_event(event: dict[str, Any]) -> None:
+        nonlocal progress
+        if event.get("event") == "progress":
+            progress = TrainProgress(
+                timesteps=int(event["timesteps"]), mean_return=event.get("mean_return")
+            )
+            activity.heartbeat(progress)
+
+    log.info("training", timesteps=req.timesteps)
+    with tempfile.TemporaryDirectory(prefix="pf-train-", ignore_cleanup_errors=True) as tmp:
+        out = Path(tmp)
+        try:
+            async with _heartbeating(lambda: progress):
+                summary = await run_child("train", child, out, on_event, stall_s=TRAIN_STALL_S)
+        except ChildFailed as exc:
+            log.warning("training failed", error=exc.message, reward_fault=exc.reward_fault)
+            raise _failure(exc) from None
+        for name in TRAIN_OUTPUTS:
+            await asyncio.to_thread(store.put_file, prefix + name, out / name)
+    log.info(
+        "trained",
+        timesteps=summary["timesteps_done"],
+        wall_seconds=summary["wall_seconds"],
+        mean_return=summary["mean_episode_return"],
+    )
+    return TrainResult(
+        run_prefix=prefix,
+        model_key=prefix + "model.zip",
+        vecnormalize_key=prefix + "vecnormalize.pkl",
+        timesteps_done=int(summary["timesteps_done"]),
+        mean_episode_return=summary["mean_episode_return"],
+        mean_env_return=summary["mean_env_return"],
+        term_means=summary["term_means"],
+        wall_seconds=float(summary["wall_seconds"]),
+        steps_per_second=float(summary["steps_per_second"]),
+        still_improving=bool(summary["still_improving"]),
+    )
+
+
+@activity.defn(name="evaluate_policy")
+async def evaluate_policy(req: EvalRequest) -> EvalResult:
+    log = activity_logger(env_id=req.env_id, run_prefix=req.run_prefix)
+    store = ArtifactStore()
+    source = await _get_text(store, req.reward_key)
+    prefix = req.run_prefix if req.run_prefix.endswith("/") else req.run_prefix + "/"
+    with tempfile.TemporaryDirectory(prefix="pf-eval-", ignore_cleanup_errors=True) as tmp:
+        out = Path(tmp) / "out"
+        model = await _download(store, req.model_key, Path(tmp) / "in" / "model.zip")
+        vecnorm = await _download(
+            store, req.vecnormalize_key, Path(tmp) / "in" / "vecnormalize.pkl"
+        )
+        child = ChildRequest(
+            env_id=req.env_id,
+            reward_source=source,
+            reward_filename=_filename(req.reward_key),
+            seed=req.seed,
+            model_path=str(model),
+            vecnormalize_path=str(vecnorm),
+            max_steps=req.max_steps,
+            record_video=req.record_video,
+        )
+        try:
+            async with _heartbeating():
+                result = await run_child("evaluate", child, out, timeout_s=EVAL_TIMEOUT_S)
+        except ChildFailed as exc:
+            log.warning("evaluation failed", error=exc.message, reward_fault=exc.reward_fault)
+            raise _failure(exc) from None
+        traj_key = await asyncio.to_thread(
+            store.put_file, prefix + result["trajectory"], out / result["trajectory"]
+        )
+        video_key = None
+        if result.get("video"):
+            video_key = await asyncio.to_thread(
+                store.put_file, prefix + result["video"], out / result["video"]
+            )
+    log.info("evaluated", episode_return=result["episode_return"], length=result["episode_length"])
+    return EvalResult(
+        video_key=video_key,
+        trajectory_key=traj_key,
+        episode_return=float(result["episode_return"]),
+        env_return=float(result["env_return"]),
+        episode_length=int(result["episode_length"]),
+        terminated=bool(result["terminated"]),
+    )
+
+
+TRAIN_ACTIVITIES = [validate_reward, train_policy, evaluate_policy]

@@ -1,0 +1,152 @@
+"""The child process where reward code runs: never import this module in a worker process.
+
+    python -m activities.training.child {validate,train,evaluate} --request REQ.json --out DIR
+
+Progress goes to stdout as JSON lines ({"event": "progress", "timesteps": N, "mean_return": x});
+the outcome goes to DIR/result.json (see activities/training/protocol.py). On failure the child
+writes a one-line error to result.json and stderr and exits 1. Anything the reward code prints
+goes to stderr, so it cannot corrupt the progress stream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from activities.training.protocol import RESULT_FILE, ChildRequest
+
+EXIT_FAILED = 1
+
+
+def _protocol_stream() -> IO[str]:
+    """Keep the real stdout for JSON lines; send fd 1 and sys.stdout (prints) to stderr."""
+    sys.stdout.flush()
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto
+
+
+def _limit_resources() -> None:
+    # No core dumps from crashing generated code; other limits come from the process group the
+    # supervisor kills and the activity's timeouts.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _reward_error(exc: BaseException, filename: str) -> str | None:
+    """'reward_fn.py line 12: ZeroDivisionError: ...' when the reward code raised, else None."""
+    from activities.training.reward_runtime import RewardLoadError
+
+    if isinstance(exc, RewardLoadError):
+        return _one_line(str(exc))
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    if not frames:
+        return None
+    return _one_line(f"{filename} line {frames[-1].lineno}: {type(exc).__name__}: {exc}")
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def run(
+    mode: str, req: ChildRequest, out: Path, emit: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    from activities.training.reward_runtime import load_reward
+
+    if mode != "validate":  # validation needs no torch: skip its import (a second or two)
+        import torch
+
+        # One core per run: a second torch thread gives nothing and collapses under load.
+        torch.set_num_threads(1)
+    source = req.reward_source
+    if source is None:
+        assert req.reward_path is not None
+        source = Path(req.reward_path).read_text()
+    reward = load_reward(source, req.reward_filename)
+
+    if mode == "validate":
+        from activities.training.validate import validate
+
+        return validate(req.env_id, reward, req.steps, req.seed, req.env_kwargs)
+    if mode == "train":
+        from activities.training.ppo import train
+
+        return train(
+            req.env_id,
+            reward,
+            req.timesteps,
+            req.seed,
+            out,
+            emit,
+            ppo_overrides=req.ppo,
+            env_kwargs=req.env_kwargs,
+            progress_interval_s=req.progress_interval_s,
+        )
+    from activities.training.rollout import evaluate
+
+    return evaluate(
+        req.env_id,
+        reward,
+        Path(req.model_path) if req.model_path else out / "model.zip",
+        Path(req.vecnormalize_path) if req.vecnormalize_path else out / "vecnormalize.pkl",
+        out,
+        req.seed,
+        req.max_steps,
+        req.record_video,
+        req.video_size,
+        req.env_kwargs,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m activities.training.child")
+    parser.add_argument("mode", choices=("validate", "train", "evaluate"))
+    parser.add_argument("--request", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message=".*settotalmass.*")
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    proto = _protocol_stream()
+    _limit_resources()
+
+    def emit(event: dict[str, Any]) -> None:
+        proto.write(json.dumps(event) + "\n")
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    result_path = args.out / RESULT_FILE
+    t0 = time.monotonic()
+    req = ChildRequest.model_validate_json(args.request.read_text())
+    try:
+        result = run(args.mode, req, args.out, emit)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure becomes one line
+        reward_msg = _reward_error(exc, req.reward_filename)
+        message = reward_msg or _one_line(f"{type(exc).__name__}: {exc}")
+        if reward_msg is None:
+            traceback.print_exc()
+        sys.stderr.write(message + "\n")
+        result_path.write_text(
+            json.dumps({"ok": False, "error": message, "reward_fault": reward_msg is not None})
+        )
+        return EXIT_FAILED
+    result = {"ok": True, "mode": args.mode, **result}
+    result.setdefault("child_seconds", round(time.monotonic() - t0, 2))
+    result_path.write_text(json.dumps(result, indent=2))
+    emit({"event": "done", "mode": args.mode})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

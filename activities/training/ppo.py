@@ -1,0 +1,324 @@
+"""PPO training under the session's reward: runs inside the child process only.
+
+Writes into the output folder: `model.zip`, `vecnormalize.pkl`, `metrics/scalars.jsonl` (one line
+per PPO update) and `summary.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.utils import LinearSchedule
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
+
+from activities.training.presets import PPOPreset, preset_for
+from activities.training.reward_runtime import LoadedReward
+from activities.training.sim import make_env
+
+Emit = Callable[[dict[str, Any]], None]
+
+# SB3 logger keys copied into each metrics line, under shorter names.
+_TRAIN_KEYS = {
+    "train/policy_gradient_loss": "policy_loss",
+    "train/value_loss": "value_loss",
+    "train/entropy_loss": "entropy_loss",
+    "train/approx_kl": "approx_kl",
+    "train/clip_fraction": "clip_fraction",
+    "train/explained_variance": "explained_variance",
+    "train/loss": "loss",
+    "train/std": "action_std",
+}
+
+
+class EpisodeStats(gym.Wrapper):
+    """Per-episode sums of the session reward, the env's reward and each term.
+
+    Puts them in info["episode"] at episode end, where SB3 also reads "r" and "l".
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self._t0 = time.monotonic()
+        self._clear()
+
+    def _clear(self) -> None:
+        self._ret = 0.0
+        self._env_ret = 0.0
+        self._len = 0
+
+    def reset(self, **kwargs):
+        self._clear()
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._ret += float(reward)
+        self._env_ret += info["env_reward"]
+        self._len += 1
+        if terminated or truncated:
+            info["episode"] = {
+                "r": self._ret,
+                "l": self._len,
+                "t": round(time.monotonic() - self._t0, 3),
+                "env_r": self._env_ret,
+            }
+        return obs, reward, terminated, truncated, info
+
+
+class FastDummyVecEnv(DummyVecEnv):
+    """DummyVecEnv without the per-step deepcopy of every info dict (~15% of a rollout here).
+
+    Envs return fresh info dicts each step, so a shallow copy of the list is just as safe.
+    """
+
+    def step_wait(self) -> VecEnvStepReturn:
+        for i, env in enumerate(self.envs):
+            obs, self.buf_rews[i], terminated, truncated, info = env.step(self.actions[i])
+            self.buf_dones[i] = terminated or truncated
+            info["TimeLimit.truncated"] = truncated and not terminated
+            if self.buf_dones[i]:
+                info["terminal_observation"] = obs
+                obs, self.reset_infos[i] = env.reset()
+            self.buf_infos[i] = info
+            self._save_obs(i, obs)
+        return (
+            self._obs_from_buf(),
+            np.copy(self.buf_rews),
+            np.copy(self.buf_dones),
+            list(self.buf_infos),
+        )
+
+
+class MetricsCallback(BaseCallback):
+    """Writes one metrics line per PPO update and emits progress at least every interval_s."""
+
+    def __init__(self, scalars: Path, emit: Emit, interval_s: float, window: int) -> None:
+        super().__init__()
+        self.scalars_path = scalars
+        self.emit = emit
+        self.interval_s = interval_s
+        self.window = window
+        # (timesteps at episode end, session return, length, env return)
+        self.episodes: list[tuple[int, float, int, float]] = []
+        # (timesteps at rollout end, {term: per-step mean over that rollout})
+        self.rollout_terms: list[tuple[int, dict[str, float]]] = []
+        self._term_sum: dict[str, float] = defaultdict(float)
+        self._term_steps = 0
+        self._pending: dict[str, Any] | None = None
+        self._updates = 0
+
+    def _on_training_start(self) -> None:
+        self.scalars_path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.scalars_path.open("w")
+        self.t_start = self._last_emit = self._last_record = time.monotonic()
+        self._steps_at_record = self.num_timesteps
+
+    def mean_return(self) -> float | None:
+        recent = self.episodes[-self.window :]
+        return float(np.mean([e[1] for e in recent])) if recent else None
+
+    def _progress(self) -> None:
+        now = time.monotonic()
+        self._last_emit = now
+        self.emit(
+            {
+                "event": "progress",
+                "timesteps": int(self.num_timesteps),
+                "mean_return": self.mean_return(),
+                "steps_per_second": round(self.num_timesteps / max(now - self.t_start, 1e-9), 1),
+            }
+        )
+
+    def _on_step(self) -> bool:
+        for info in self.locals["infos"]:
+            terms = info.get("reward_terms")
+            if terms:
+                for k, v in terms.items():
+                    self._term_sum[k] += v
+            self._term_steps += 1
+            ep = info.get("episode")
+            if ep is not None:
+                self.episodes.append((self.num_timesteps, ep["r"], ep["l"], ep["env_r"]))
+        if time.monotonic() - self._last_emit >= self.interval_s:
+            self._progress()
+        return True
+
+    def _on_rollout_start(self) -> None:
+        # Called after the previous update: its losses are now in the logger.
+        self._flush()
+        self._progress()
+
+    def _on_rollout_end(self) -> None:
+        steps = max(self._term_steps, 1)
+        terms = {k: v / steps for k, v in self._term_sum.items()}
+        self.rollout_terms.append((self.num_timesteps, terms))
+        self._term_sum.clear()
+        self._term_steps = 0
+        recent = self.episodes[-self.window :]
+        self._pending = {
+            "timesteps": int(self.num_timesteps),
+            "ep_return_mean": float(np.mean([e[1] for e in recent])) if recent else None,
+            "ep_len_mean": float(np.mean([e[2] for e in recent])) if recent else None,
+            "env_return_mean": float(np.mean([e[3] for e in recent])) if recent else None,
+            "episodes": len(self.episodes),
+            **{f"term_{k}": v for k, v in terms.items()},
+        }
+
+    def _on_training_end(self) -> None:
+        self._flush()
+        self._file.close()
+        self._progress()  # the final count, so supervisors end on the true total
+
+    def _flush(self) -> None:
+        if self._pending is None:
+            return
+        self._updates += 1
+        now = time.monotonic()
+        values = self.model.logger.name_to_value
+        row = {"update": self._updates, **self._pending}
+        for key, name in _TRAIN_KEYS.items():
+            if key in values:
+                row[name] = float(values[key])
+        row["learning_rate"] = float(self.model.policy.optimizer.param_groups[0]["lr"])
+        row["steps_per_second"] = round(
+            (self.num_timesteps - self._steps_at_record) / max(now - self._last_record, 1e-9), 1
+        )
+        row["wall_seconds"] = round(now - self.t_start, 2)
+        self._file.write(json.dumps(row) + "\n")
+        self._file.flush()
+        self._pending = None
+        self._last_record, self._steps_at_record = now, self.num_timesteps
+
+
+def build_model(preset: PPOPreset, venv: VecNormalize, seed: int) -> PPO:
+    lr: Any = preset.learning_rate
+    if preset.lr_schedule == "linear":
+        lr = LinearSchedule(preset.learning_rate, 0.0, 1.0)
+    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[preset.activation]
+    arch = list(preset.net_arch)
+    model = PPO(
+        "MlpPolicy",
+        venv,
+        learning_rate=lr,
+        n_steps=preset.n_steps,
+        batch_size=preset.batch_size,
+        n_epochs=preset.n_epochs,
+        gamma=preset.gamma,
+        gae_lambda=preset.gae_lambda,
+        clip_range=preset.clip_range,
+        ent_coef=preset.ent_coef,
+        vf_coef=preset.vf_coef,
+        max_grad_norm=preset.max_grad_norm,
+        target_kl=preset.target_kl,
+        policy_kwargs={
+            "net_arch": {"pi": arch, "vf": arch},
+            "activation_fn": activation,
+            "log_std_init": preset.log_std_init,
+            "ortho_init": preset.ortho_init,
+        },
+        seed=seed,
+        device="cpu",
+        verbose=0,
+    )
+    # A logger with no outputs: SB3 would otherwise create an empty /tmp/SB3-* folder per learn().
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
+
+
+def train(
+    env_id: str,
+    reward: LoadedReward,
+    timesteps: int,
+    seed: int,
+    out_dir: Path,
+    emit: Emit,
+    ppo_overrides: dict[str, Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    progress_interval_s: float = 2.0,
+    callbacks: list[BaseCallback] | None = None,
+) -> dict[str, Any]:
+    if timesteps <= 0:
+        raise ValueError(f"timesteps must be positive (got {timesteps})")
+    preset = preset_for(env_id, ppo_overrides).fit_budget(timesteps)
+
+    def factory() -> gym.Env:
+        return EpisodeStats(make_env(env_id, reward, env_kwargs))
+
+    venv = VecNormalize(
+        FastDummyVecEnv([factory] * preset.n_envs),
+        norm_obs=preset.norm_obs,
+        norm_reward=preset.norm_reward,
+        clip_obs=preset.clip_obs,
+        gamma=preset.gamma,
+    )
+    model = build_model(preset, venv, seed)
+    callback = MetricsCallback(
+        out_dir / "metrics" / "scalars.jsonl",
+        emit,
+        progress_interval_s,
+        window=max(10, preset.n_envs),
+    )
+    t0 = time.monotonic()
+    model.learn(
+        total_timesteps=timesteps, callback=[callback, *(callbacks or [])], log_interval=None
+    )
+    wall = time.monotonic() - t0
+    model.save(out_dir / "model.zip")
+    venv.save(str(out_dir / "vecnormalize.pkl"))
+    venv.close()
+
+    done = int(model.num_timesteps)
+    summary = {
+        "env_id": env_id,
+        "timesteps": timesteps,
+        "timesteps_done": done,
+        "wall_seconds": round(wall, 2),
+        "steps_per_second": round(done / max(wall, 1e-9), 1),
+        "mean_episode_return": _mean(callback.episodes[-callback.window :], 1),
+        "mean_env_return": _mean(callback.episodes[-callback.window :], 3),
+        "episodes": len(callback.episodes),
+        "term_means": _final_term_means(callback.rollout_terms, done),
+        "still_improving": _still_improving(callback.episodes, done),
+        "seed": seed,
+        "hyperparameters": preset.as_dict(),
+        "env_kwargs": dict(env_kwargs or {}),
+        "reward_terms": reward.terms,
+        "torch_threads": torch.get_num_threads(),
+    }
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _mean(episodes: list[tuple[int, float, int, float]], idx: int) -> float | None:
+    return float(np.mean([e[idx] for e in episodes])) if episodes else None
+
+
+def _final_term_means(rollouts: list[tuple[int, dict[str, float]]], done: int) -> dict[str, float]:
+    """Per-step mean of each term over the last quarter of training (what the policy does now)."""
+    last = [terms for steps, terms in rollouts if steps > 0.75 * done] or [
+        t for _, t in rollouts[-1:]
+    ]
+    keys = sorted({k for terms in last for k in terms})
+    return {k: float(np.mean([terms.get(k, 0.0) for terms in last])) for k in keys}
+
+
+def _still_improving(episodes: list[tuple[int, float, int, float]], done: int) -> bool:
+    """Mean return of episodes ending in the last quarter above the previous quarter's (by >1%)."""
+    last = [e[1] for e in episodes if e[0] > 0.75 * done]
+    prev = [e[1] for e in episodes if 0.5 * done < e[0] <= 0.75 * done]
+    if not last or not prev:
+        return False
+    a, b = float(np.mean(last)), float(np.mean(prev))
+    return a > b + 0.01 * abs(b)

@@ -1,0 +1,60 @@
+"""The wire format between a supervisor (activity or CLI) and `activities.training.child`.
+
+Request: a JSON file, `ChildRequest`. Output: JSON lines on the child's stdout (`progress`,
+`log` events) and `result.json` in the output folder: `{"ok": true, ...}` on success, or
+`{"ok": false, "error": "<one line>", "reward_fault": bool}` on failure (exit status non-zero).
+Light on imports: the worker process reads it without loading torch or gymnasium.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Mode = Literal["validate", "train", "evaluate"]
+RESULT_FILE = "result.json"
+DEFAULT_REWARD_FILENAME = "reward_fn.py"
+
+
+class ChildRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    env_id: str
+    # The reward code itself, or a local path to it (exactly one of the two).
+    reward_source: str | None = None
+    reward_path: str | None = None
+    # Name shown in error messages ("reward_fn.py line 12: ZeroDivisionError: ...").
+    reward_filename: str = DEFAULT_REWARD_FILENAME
+    seed: int = 0
+    env_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    # validate: random-action steps to run.
+    steps: int = 64
+
+    # train: budget, PPO settings over the env's preset (see presets.py), progress cadence.
+    timesteps: int = 0
+    ppo: dict[str, Any] = Field(default_factory=dict)
+    progress_interval_s: float = 2.0
+
+    # evaluate: the trained policy (defaults: model.zip / vecnormalize.pkl in the output folder).
+    model_path: str | None = None
+    vecnormalize_path: str | None = None
+    max_steps: int | None = None
+    record_video: bool = True
+    video_size: int = 480
+
+    @model_validator(mode="after")
+    def _one_reward(self) -> ChildRequest:
+        if (self.reward_source is None) == (self.reward_path is None):
+            raise ValueError("give exactly one of reward_source and reward_path")
+        return self
+
+
+class ChildFailed(RuntimeError):
+    """The child exited non-zero; `message` is one line, `reward_fault` blames the reward code."""
+
+    def __init__(self, message: str, reward_fault: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reward_fault = reward_fault

@@ -1,0 +1,90 @@
+"""Environments for the child: quiet MuJoCo, the session reward, fast headless rendering."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+from activities.training.reward_runtime import LoadedReward, RewardWrapper
+
+_QUIET = False
+# Half-size of the drawn floor in evaluation videos: 1000 steps at 8 m/s stay on it.
+FLOOR_HALF_SIZE = 500.0
+# Envs whose model has a "track" camera (mode trackcom) that follows the robot.
+TRACKING_CAMERA = frozenset(
+    ("HalfCheetah-v5", "Ant-v5", "Hopper-v5", "Walker2d-v5", "Humanoid-v5")
+    + ("HumanoidStandup-v5", "Swimmer-v5")
+)
+
+
+def quiet_mujoco() -> None:
+    """Drop MuJoCo 4's per-env `settotalmass` deprecation warning; forward any other warning."""
+    global _QUIET
+    if _QUIET:
+        return
+
+    def _warn(msg: str) -> None:
+        if "settotalmass" not in msg:
+            sys.stderr.write(f"MuJoCo warning: {msg}\n")
+
+    mujoco.set_mju_user_warning(_warn)
+    _QUIET = True
+
+
+def make_env(
+    env_id: str,
+    reward: LoadedReward | None,
+    env_kwargs: dict[str, Any] | None = None,
+    render_size: int | None = None,
+) -> gym.Env:
+    quiet_mujoco()
+    kwargs = dict(env_kwargs or {})
+    if render_size:
+        kwargs.update(render_mode="rgb_array", width=render_size, height=render_size)
+        if env_id in TRACKING_CAMERA and "camera_id" not in kwargs:
+            # Gymnasium 1.4's default free camera stays where the episode starts: a running
+            # robot leaves the frame within seconds. The model's "track" camera follows it.
+            kwargs.setdefault("camera_name", "track")
+    env = gym.make(env_id, **kwargs)
+    if render_size:
+        # Mesa's software renderer: a 1024 shadow map and no multisampling triple the frame rate.
+        # Must be set before the first render creates the GL context.
+        quality = env.unwrapped.model.vis.quality  # type: ignore[attr-defined]
+        quality.shadowsize = 1024
+        quality.offsamples = 0
+        if env_id in TRACKING_CAMERA:
+            _extend_floor(env.unwrapped.model)  # type: ignore[attr-defined]
+    return RewardWrapper(env, reward) if reward is not None else env
+
+
+def _extend_floor(model: mujoco.MjModel, half_size: float = FLOOR_HALF_SIZE) -> None:
+    """Draw the floor plane out to half_size metres, keeping its checker squares the same size.
+
+    A plane collides everywhere whatever its size, but is drawn only within it (20-40 m here): a
+    good runner leaves the drawn floor within seconds and then seems to float in grey.
+    """
+    for g in np.flatnonzero(model.geom_type == mujoco.mjtGeom.mjGEOM_PLANE):
+        size = float(model.geom_size[g, 0])
+        if 0.0 < size < half_size:
+            factor = half_size / size
+            model.geom_size[g, :2] *= factor
+            mat = int(model.geom_matid[g])
+            if mat >= 0 and not model.mat_texuniform[mat]:
+                model.mat_texrepeat[mat] *= factor
+
+
+def scalar_info(info: dict[str, Any]) -> dict[str, float]:
+    """The env's own scalar numeric info fields (not the ones RewardWrapper adds)."""
+    out: dict[str, float] = {}
+    for key, value in info.items():
+        if key in ("qpos", "qvel", "env_reward", "reward_terms", "episode", "TimeLimit.truncated"):
+            continue
+        if isinstance(value, bool | int | float) or (
+            hasattr(value, "shape") and value.shape == () and value.dtype.kind in "biuf"
+        ):
+            out[key] = float(value)
+    return out

@@ -1,0 +1,151 @@
+"""Running `activities.training.child` from a worker or the CLI, and keeping it on a short leash.
+
+The child gets its own process group (killed whole on cancel or timeout), a scratch working
+directory, and an environment holding no secrets (an allowlist: no AWS_*, no provider keys).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from activities.training.protocol import RESULT_FILE, ChildFailed, ChildRequest, Mode
+
+OnEvent = Callable[[dict[str, Any]], Awaitable[None] | None]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Variables the child may see; everything else (credentials, provider keys) stays behind.
+_ENV_ALLOW = {"PATH", "HOME", "LANG", "TMPDIR", "TZ", "MUJOCO_GL", "PYOPENGL_PLATFORM"}
+_ENV_ALLOW_PREFIXES = ("LC_", "EGL_", "__EGL_", "MESA_", "LIBGL_", "GALLIUM_", "LD_LIBRARY_PATH")
+STDERR_TAIL = 40
+
+
+def child_env() -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if k in _ENV_ALLOW or k.startswith(_ENV_ALLOW_PREFIXES)
+    }
+    env.setdefault("MUJOCO_GL", "egl")
+    # The child's working directory is a scratch folder: make our packages importable anyway.
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
+    env["PYTHONUNBUFFERED"] = "1"
+    # One thread per run (the child also calls torch.set_num_threads(1)).
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = "1"
+    return env
+
+
+def kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _drain(stream: asyncio.StreamReader, tail: deque[str]) -> None:
+    async for raw in stream:
+        line = raw.decode(errors="replace").rstrip()
+        if line and "settotalmass" not in line:
+            tail.append(line)
+
+
+async def run_child(
+    mode: Mode,
+    req: ChildRequest,
+    out_dir: Path,
+    on_event: OnEvent | None = None,
+    *,
+    timeout_s: float | None = None,
+    stall_s: float | None = None,
+    timeout_is_reward_fault: bool = False,
+) -> dict[str, Any]:
+    """Run the child to completion; return its result.json, or raise ChildFailed.
+
+    stall_s: fail when the child prints nothing for that long (a hung reward or simulator).
+    Cancellation kills the whole process group before CancelledError propagates.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    req_path = out_dir / f"request_{mode}.json"
+    req_path.write_text(req.model_dump_json())
+    (out_dir / RESULT_FILE).unlink(missing_ok=True)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "activities.training.child",
+        mode,
+        "--request",
+        str(req_path),
+        "--out",
+        str(out_dir),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=out_dir,
+        env=child_env(),
+        start_new_session=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    tail: deque[str] = deque(maxlen=STDERR_TAIL)
+    drain = asyncio.create_task(_drain(proc.stderr, tail))
+    try:
+        try:
+            async with asyncio.timeout(timeout_s):
+                await _follow(proc.stdout, on_event, stall_s, mode)
+                returncode = await proc.wait()
+        except TimeoutError:
+            raise ChildFailed(
+                f"{mode} did not finish within {timeout_s:.0f}s", timeout_is_reward_fault
+            ) from None
+        await drain
+    finally:
+        # On success this only reaps stragglers; on error or cancellation it stops the run.
+        kill_group(proc.pid)
+        if proc.returncode is None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), 5)
+        drain.cancel()
+    return _result(out_dir, returncode, tail, mode)
+
+
+async def _follow(
+    stdout: asyncio.StreamReader, on_event: OnEvent | None, stall_s: float | None, mode: str
+) -> None:
+    while True:
+        try:
+            raw = await asyncio.wait_for(stdout.readline(), stall_s)
+        except TimeoutError:
+            raise ChildFailed(f"{mode} made no progress for {stall_s:.0f}s", False) from None
+        if not raw:
+            return
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue
+        if on_event is not None and isinstance(event, dict):
+            out = on_event(event)
+            if inspect.isawaitable(out):
+                await out
+
+
+def _result(out_dir: Path, returncode: int, tail: deque[str], mode: str) -> dict[str, Any]:
+    path = out_dir / RESULT_FILE
+    result: dict[str, Any] | None = None
+    if path.exists():
+        with contextlib.suppress(ValueError):
+            result = json.loads(path.read_text())
+    if returncode == 0 and result and result.get("ok"):
+        return result
+    if result and result.get("error"):
+        raise ChildFailed(str(result["error"]), bool(result.get("reward_fault")))
+    # Killed (e.g. out of memory) or crashed before writing a result: the last stderr line.
+    how = f"signal {-returncode}" if returncode < 0 else f"status {returncode}"
+    last = tail[-1] if tail else "no output"
+    raise ChildFailed(f"{mode} child exited with {how}: {last}", False)

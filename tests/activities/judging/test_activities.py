@@ -1,0 +1,64 @@
+"""judge_rollout reads the trajectory from the store and writes the judgment next to it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+import activities.judging.activities as judge_activities
+from activities.judging.activities import JUDGE_ACTIVITIES, judge_rollout, judgment_key
+from activities.llm.offline import match_intent
+from tests.activities.judging.test_code_judge import synthetic
+from workflows.models import JudgeRequest, Judgment
+
+TRAJ = "sessions/s/iter_1/c0_default_seed_0/trajectories/eval.npz"
+
+
+class MemoryStore:
+    objects: dict[str, bytes] = {}
+
+    def get_bytes(self, key: str) -> bytes:
+        return self.objects[key]
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "") -> str:
+        self.objects[key] = data
+        return key
+
+
+@pytest.fixture
+def store(monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    MemoryStore.objects = {}
+    monkeypatch.setattr(judge_activities, "ArtifactStore", MemoryStore)
+    return MemoryStore.objects
+
+
+def _request() -> JudgeRequest:
+    criteria = match_intent("run forward as fast as possible", "HalfCheetah-v5").criteria
+    return JudgeRequest(
+        env_id="HalfCheetah-v5", trajectory_key=TRAJ, criteria=criteria, pass_threshold=0.8
+    )
+
+
+def test_registered_name():
+    assert [fn.__temporal_activity_definition.name for fn in JUDGE_ACTIVITIES] == ["judge_rollout"]
+
+
+def test_judge_rollout_judges_and_stores_the_judgment(store: dict[str, bytes]):
+    store[TRAJ] = synthetic("HalfCheetah-v5", 100, vx=0.3)
+    judgment = ActivityEnvironment().run(judge_rollout, _request())
+    assert isinstance(judgment, Judgment) and not judgment.passed
+    assert "too_slow" in judgment.failure_tags
+    key = judgment_key(TRAJ)
+    assert key == "sessions/s/iter_1/c0_default_seed_0/judgment.json"
+    assert json.loads(store[key])["score"] == judgment.score
+
+
+def test_an_unreadable_trajectory_is_non_retryable(store: dict[str, bytes]):
+    store[TRAJ] = b"not an npz"
+    with pytest.raises(ApplicationError) as info:
+        ActivityEnvironment().run(judge_rollout, _request())
+    assert info.value.type == "TrajectoryInvalid" and info.value.non_retryable
+    assert TRAJ in info.value.message

@@ -1,0 +1,93 @@
+"""The LLM activities upload reward code where the workflow expects it (in-memory store)."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+import activities.llm.activities as llm_activities
+from activities.llm.activities import LLM_ACTIVITIES, author_reward, revise_reward
+from workflows.models import (
+    OFFLINE_LABEL,
+    AuthorRequest,
+    Judgment,
+    ReviseRequest,
+    TrainResult,
+)
+
+
+class MemoryStore:
+    objects: dict[str, str] = {}
+
+    def put_text(self, key: str, text: str) -> str:
+        self.objects[key] = text
+        return key
+
+
+@pytest.fixture
+def store(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    MemoryStore.objects = {}
+    monkeypatch.setattr(llm_activities, "ArtifactStore", MemoryStore)
+    return MemoryStore.objects
+
+
+def _author(prompt: str = "run forward as fast as possible", model: str = "offline"):
+    req = AuthorRequest(
+        session_id="sess", iteration=1, prompt=prompt, env_id="HalfCheetah-v5", llm_model=model
+    )
+    return ActivityEnvironment().run(author_reward, req)
+
+
+def test_registered_names():
+    names = {fn.__temporal_activity_definition.name for fn in LLM_ACTIVITIES}
+    assert names == {"author_reward", "revise_reward"}
+
+
+def test_author_uploads_reward_code(store: dict[str, str]):
+    result = _author()
+    assert result.reward.key == "sessions/sess/iter_1/reward_fn.py"
+    assert "class ForwardReward(RewardFunction)" in store[result.reward.key]
+    assert result.model_label == OFFLINE_LABEL
+    assert result.reward.template == "forward" and result.reward.params["ctrl_weight"] == 0.1
+    assert result.criteria[0].metric == "mean_x_velocity"
+
+
+def test_author_refusals_are_non_retryable(store: dict[str, str]):
+    with pytest.raises(ApplicationError) as info:
+        _author("do a backflip")
+    assert info.value.type == "IntentNotSupported" and info.value.non_retryable
+    with pytest.raises(ApplicationError) as info:
+        _author(model="claude-sonnet-4-5")
+    assert info.value.type == "ProviderUnavailable" and info.value.non_retryable
+    assert store == {}
+
+
+def test_revise_uploads_revised_code_for_the_next_iteration(store: dict[str, str]):
+    first = _author()
+    req = ReviseRequest(
+        session_id="sess",
+        iteration=2,
+        prompt="run forward as fast as possible",
+        env_id="HalfCheetah-v5",
+        llm_model="offline",
+        reward=first.reward,
+        criteria=first.criteria,
+        judgment=Judgment(score=0.1, passed=False, diagnosis="slow", failure_tags=["too_slow"]),
+        train=TrainResult(
+            run_prefix="p/",
+            model_key="m",
+            vecnormalize_key="v",
+            timesteps_done=2048,
+            term_means={"forward": -0.02, "ctrl": -0.3},
+            still_improving=True,
+        ),
+        timesteps=2048,
+        timesteps_cap=4096,
+    )
+    out = ActivityEnvironment().run(revise_reward, req)
+    assert out.reward.key == "sessions/sess/iter_2/reward_fn.py"
+    assert store[out.reward.key] != store[first.reward.key]
+    assert out.reward.params["ctrl_weight"] == 0.05
+    assert out.timesteps == 3072
+    assert out.changes

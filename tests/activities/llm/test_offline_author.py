@@ -1,0 +1,189 @@
+"""The offline author matches what it can express and refuses, plainly, what it cannot."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from temporalio.exceptions import ApplicationError
+
+from activities.judging.metrics import available_metrics
+from activities.llm.offline import OfflineAuthor, match_intent
+from activities.training.envs import facts
+
+DEV_INTENTS = Path(__file__).with_name("dev_intents.csv")
+SHARED_INTENTS = Path("/work/shared/cases/dev_intents.csv")
+
+# What the offline author does with each dev intent: a template name, or None (refused).
+EXPECTED = {
+    ("HalfCheetah-v5", "run forward as fast as possible"): "forward",
+    ("HalfCheetah-v5", "do a backflip"): None,
+    ("Ant-v5", "walk forward"): "forward",
+    ("Ant-v5", "stand on the rear legs"): "rear_up",
+    ("Hopper-v5", "hop forward"): "forward",
+    ("Hopper-v5", "jump as high as possible"): "jump",
+    ("Walker2d-v5", "walk forward naturally"): "forward",
+    ("Walker2d-v5", "sprint with high knees"): None,
+    ("Humanoid-v5", "walk forward with a natural gait"): "forward",
+    ("Humanoid-v5", "perform a deep squat"): "hold_height",
+    ("Swimmer-v5", "swim forward"): "forward",
+    ("Reacher-v5", "reach the target quickly and hold still"): "reach",
+    ("InvertedPendulum-v5", "keep the pole balanced"): "balance",
+    ("HumanoidStandup-v5", "sit up and stay sitting"): "hold_height",
+}
+
+
+def _rows(path: Path) -> list[tuple[str, str, str]]:
+    with path.open() as f:
+        return [(r["env_id"], r["intent"], r["category"]) for r in csv.DictReader(f)]
+
+
+def test_expectations_cover_the_dev_intents():
+    rows = _rows(DEV_INTENTS)
+    assert {(e, i) for e, i, _ in rows} == set(EXPECTED)
+    if SHARED_INTENTS.exists():  # the copy here must not drift from the shared case list
+        assert _rows(SHARED_INTENTS) == rows
+
+
+@pytest.mark.parametrize(("env_id", "intent", "category"), _rows(DEV_INTENTS))
+def test_every_dev_intent_is_matched_or_refused(env_id: str, intent: str, category: str):
+    expected = EXPECTED[(env_id, intent)]
+    if category in ("locomotion", "balance", "reaching"):
+        assert expected is not None, "locomotion, balance and reaching rows must be matched"
+    if expected is None:
+        with pytest.raises(ApplicationError) as info:
+            match_intent(intent, env_id)
+        _assert_refusal(info.value, intent, env_id)
+        return
+    match = match_intent(intent, env_id)
+    assert match.template == expected
+    assert 1 <= len(match.criteria) <= 4
+    supported = available_metrics(env_id)
+    for c in match.criteria:
+        assert c.metric in supported, f"{c.metric} is not measurable on {env_id}"
+        assert c.weight > 0
+
+
+def _assert_refusal(err: ApplicationError, intent: str, env_id: str) -> None:
+    assert err.type == "IntentNotSupported"
+    assert err.non_retryable
+    msg = err.message
+    assert "\n" not in msg
+    assert msg.startswith(f"the offline author (no LLM) cannot express '{intent}' on {env_id}: ")
+    assert msg.endswith(
+        "set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY and pass --llm MODEL to use a "
+        "language model"
+    )
+
+
+def test_backflip_and_style_are_refused_with_reasons():
+    with pytest.raises(ApplicationError, match="flips need a multi-phase reward"):
+        match_intent("do a backflip", "HalfCheetah-v5")
+    with pytest.raises(ApplicationError, match="'high knees'"):
+        match_intent("sprint with high knees", "Walker2d-v5")
+
+
+def test_run_forward_as_fast_as_possible_on_halfcheetah():
+    match = match_intent("run forward as fast as possible", "HalfCheetah-v5")
+    speed = match.criteria[0]
+    assert (speed.metric, speed.direction, speed.target) == ("mean_x_velocity", "at_least", 2.0)
+    assert speed.target == facts("HalfCheetah-v5").reachable_speed
+    assert [c.metric for c in match.criteria] == ["mean_x_velocity", "mean_uprightness"]
+    assert match.params == {
+        "forward_weight": 1.0,
+        "direction": 1.0,
+        "ctrl_weight": 0.1,
+        "healthy_bonus": 0.0,
+    }
+
+
+def test_envs_that_end_early_get_a_staying_healthy_criterion():
+    for env_id, prompt in (("Hopper-v5", "hop forward"), ("Ant-v5", "walk forward")):
+        metrics = [c.metric for c in match_intent(prompt, env_id).criteria]
+        assert "alive_fraction" in metrics
+
+
+@pytest.mark.parametrize(
+    ("prompt", "env_id", "template", "params"),
+    [
+        ("run backward", "HalfCheetah-v5", "forward", {"direction": -1.0}),
+        ("walk forward at 1.5 m/s", "Walker2d-v5", "track_speed", {"target_speed": 1.5}),
+        ("walk forward slowly", "Ant-v5", "track_speed", {"target_speed": 0.32}),
+        ("spin clockwise in place", "Ant-v5", "spin", {"direction": -1.0, "drift_weight": 0.5}),
+        ("spin counter-clockwise", "Swimmer-v5", "spin", {"direction": 1.0}),
+        ("stand up", "HumanoidStandup-v5", "stand", {}),
+        ("stand still", "Hopper-v5", "stand", {"still_weight": 0.5}),
+        ("jump as high as possible", "Walker2d-v5", "jump", {"base_height": 1.25}),
+        ("keep the pole balanced", "InvertedDoublePendulum-v5", "balance", {}),
+        ("crouch low", "Walker2d-v5", "hold_height", {"target_height": 0.95}),
+        ("reach the target", "Reacher-v5", "reach", {"still_weight": 0.0}),
+    ],
+)
+def test_other_intents(prompt: str, env_id: str, template: str, params: dict[str, float]):
+    match = match_intent(prompt, env_id)
+    assert match.template == template
+    for key, value in params.items():
+        assert match.params[key] == pytest.approx(value)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "env_id", "why"),
+    [
+        ("swim forward", "Ant-v5", "swimming body"),
+        ("walk forward", "Swimmer-v5", "needs legs"),
+        ("keep the pole balanced", "HalfCheetah-v5", "has no pole"),
+        ("walk forward", "Reacher-v5", "no free-moving body"),
+        ("walk forward", "HumanoidStandup-v5", "Humanoid-v5 walks"),
+        ("sit up and stay sitting", "Humanoid-v5", "below 1.0 m"),
+        ("reach the target", "Ant-v5", "Reacher-v5"),
+        ("spin", "Hopper-v5", "not one of them"),
+        ("run forward and jump", "HalfCheetah-v5", "several behaviours"),
+        ("make a sandwich", "Ant-v5", "names no behaviour"),
+        ("run like a cat", "HalfCheetah-v5", "'like cat'"),
+    ],
+)
+def test_refusals(prompt: str, env_id: str, why: str):
+    with pytest.raises(ApplicationError) as info:
+        match_intent(prompt, env_id)
+    _assert_refusal(info.value, prompt, env_id)
+    assert why in info.value.message
+
+
+def test_refusal_message_stays_on_one_line():
+    with pytest.raises(ApplicationError) as info:
+        match_intent("do a\nbackflip\r\nnow", "HalfCheetah-v5")
+    assert "\n" not in info.value.message and "\r" not in info.value.message
+
+
+def test_unknown_env_is_invalid_input():
+    with pytest.raises(ApplicationError) as info:
+        match_intent("run forward", "Cheetah-v9")
+    assert info.value.type == "InvalidInput" and info.value.non_retryable
+
+
+def test_authoring_is_deterministic_and_code_matches_the_artifact():
+    a = OfflineAuthor().author("run forward as fast as possible", "HalfCheetah-v5")
+    b = OfflineAuthor().author("run forward as fast as possible", "HalfCheetah-v5")
+    assert a.reward.code == b.reward.code
+    code = a.reward.code
+    assert "class ForwardReward(RewardFunction):" in code
+    assert "FORWARD_WEIGHT = 1.0\n" in code and "CTRL_WEIGHT = 0.1\n" in code
+    assert "healthy" not in a.reward.terms  # no alive bonus on an env that never ends early
+    assert a.reward.terms == ["forward", "ctrl"]
+    assert a.reward.latex == r"r_t = 1.0\,\dot{x}_t - 0.1\,\lVert a_t \rVert^2"
+    assert a.reward.summary.startswith("Reward: forward velocity along x (weight 1.0)")
+
+
+def test_prompt_cannot_break_out_of_the_code_comment():
+    from activities.llm.offline.render import render_reward
+
+    evil = 'run forward\nimport os; os.system("x")\n"""'
+    reward = render_reward(
+        "forward",
+        "HalfCheetah-v5",
+        {"forward_weight": 1.0, "direction": 1.0, "ctrl_weight": 0.1, "healthy_bonus": 0.0},
+        evil,
+    )
+    assert reward.code.splitlines()[0].startswith("# Reward for ")
+    assert not any(line.startswith("import os") for line in reward.code.splitlines())

@@ -1,0 +1,109 @@
+"""The Temporal activities with a real S3 (SeaweedFS), without a server (ActivityEnvironment)."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+
+import numpy as np
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities.artifacts import ArtifactStore, run_prefix
+from activities.training.activities import evaluate_policy, train_policy, validate_reward
+from workflows.models import (
+    EvalRequest,
+    TrainProgress,
+    TrainRequest,
+    ValidateRequest,
+)
+
+from .rewards import RAISES_LINE_7, RUN_FORWARD
+
+ENV = "HalfCheetah-v5"
+
+
+def _put_reward(source: str) -> tuple[str, str]:
+    sid = f"t-{uuid.uuid4().hex[:8]}"
+    store = ArtifactStore()
+    store.ensure_bucket()
+    return sid, store.put_text(f"sessions/{sid}/iter_1/reward_fn.py", source)
+
+
+async def test_validate_train_evaluate_through_s3(s3):
+    sid, key = _put_reward(RUN_FORWARD)
+    env = ActivityEnvironment()
+    heartbeats: list = []
+    env.on_heartbeat = lambda *details: heartbeats.append(details)
+
+    check = await env.run(validate_reward, ValidateRequest(env_id=ENV, reward_key=key, steps=16))
+    assert check.ok and check.steps == 16 and set(check.term_magnitudes) == {"forward", "ctrl"}
+
+    trained = await env.run(
+        train_policy,
+        TrainRequest(
+            session_id=sid,
+            iteration=1,
+            run_name="c0_default_seed_0",
+            env_id=ENV,
+            reward_key=key,
+            timesteps=2048,
+        ),
+    )
+    prefix = run_prefix(sid, 1, "c0_default_seed_0")
+    assert trained.run_prefix == prefix and trained.timesteps_done >= 2048
+    assert trained.model_key == prefix + "model.zip" and trained.wall_seconds > 0
+    store = ArtifactStore()
+    for name in ("model.zip", "vecnormalize.pkl", "metrics/scalars.jsonl", "summary.json"):
+        assert store.exists(prefix + name), name
+    assert json.loads(store.get_text(prefix + "summary.json"))["env_id"] == ENV
+    progress = [d[0] for d in heartbeats if d and isinstance(d[0], TrainProgress)]
+    assert progress and max(p.timesteps for p in progress) >= 2048
+
+    evaluated = await env.run(
+        evaluate_policy,
+        EvalRequest(
+            env_id=ENV,
+            reward_key=key,
+            run_prefix=trained.run_prefix,
+            model_key=trained.model_key,
+            vecnormalize_key=trained.vecnormalize_key,
+            max_steps=10,
+            record_video=False,
+        ),
+    )
+    assert evaluated.video_key is None and evaluated.episode_length == 10
+    assert evaluated.trajectory_key == prefix + "trajectories/eval.npz"
+    with np.load(io.BytesIO(store.get_bytes(evaluated.trajectory_key)), allow_pickle=False) as npz:
+        assert npz["action"].shape == (10, 6)
+        assert evaluated.episode_return == pytest.approx(float(npz["reward"].sum()))
+
+
+async def test_reward_failures(s3):
+    sid, key = _put_reward(RAISES_LINE_7)
+    env = ActivityEnvironment()
+    check = await env.run(validate_reward, ValidateRequest(env_id=ENV, reward_key=key, steps=4))
+    assert not check.ok and check.error.startswith("reward_fn.py line 7: ZeroDivisionError")
+
+    with pytest.raises(ApplicationError) as err:
+        await env.run(
+            train_policy,
+            TrainRequest(
+                session_id=sid,
+                iteration=1,
+                run_name="r",
+                env_id=ENV,
+                reward_key=key,
+                timesteps=1024,
+            ),
+        )
+    assert err.value.type == "RewardRuntimeError" and err.value.non_retryable
+    assert err.value.message.startswith("reward_fn.py line 7: ZeroDivisionError")
+
+    with pytest.raises(ApplicationError) as missing:
+        await env.run(
+            validate_reward, ValidateRequest(env_id=ENV, reward_key=f"sessions/{sid}/nope.py")
+        )
+    assert missing.value.type == "ArtifactMissing" and missing.value.non_retryable

@@ -1,0 +1,81 @@
+"""A real session: real worker pools, real SeaweedFS, real PPO on real MuJoCo (few k steps)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import uuid
+
+import av
+import numpy as np
+
+from activities.artifacts import ArtifactStore
+from activities.training.envs import facts
+from workers.pools import run_pools
+from workers.settings import Settings
+from workflows.models import SessionResult, SessionStatus, task_queue
+from workflows.session import SessionWorkflow
+
+EVAL_STEPS = 40
+
+
+async def test_real_session_produces_video_and_trajectory_in_s3(temporal_env, s3, queue_prefix):
+    settings = Settings(queue_prefix=queue_prefix, train_concurrency=2)
+    pools = asyncio.create_task(
+        run_pools(temporal_env.client, settings, ["llm", "train", "judge"], handle_signals=False)
+    )
+    try:
+        handle = await temporal_env.client.start_workflow(
+            SessionWorkflow.run,
+            {
+                "prompt": "run forward as fast as possible",
+                "env_id": "HalfCheetah-v5",
+                "total_timesteps": 2048,
+                "max_iterations": 2,
+                # A few thousand steps cannot pass: the second iteration runs a revised reward.
+                "pass_threshold": 1.0,
+                "eval_max_steps": EVAL_STEPS,
+                "queue_prefix": queue_prefix,
+            },
+            id=f"e2e-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue("llm", queue_prefix),
+            result_type=SessionResult,
+        )
+        result = await asyncio.wait_for(handle.result(), timeout=600)
+        status = await handle.query(SessionWorkflow.status)
+    finally:
+        pools.cancel()
+        await asyncio.gather(pools, return_exceptions=True)
+
+    assert isinstance(status, SessionStatus) and status.stage == "done"
+    assert result.model_label == "offline (no LLM)"
+    assert len(result.iterations) == 2 and not result.passed
+    first, second = result.iterations
+    assert second.changes, "the reviser must say what it changed"
+    store = ArtifactStore()
+    assert store.get_text(first.reward_key) != store.get_text(second.reward_key)
+
+    run = result.best.best_run
+    assert run.timesteps_done >= 2048
+    for key in (run.model_key, run.vecnormalize_key, run.run_prefix + "summary.json"):
+        assert store.exists(key), key
+
+    # The video decodes to frames.
+    assert run.video_key and run.video_key.endswith(".mp4")
+    with av.open(io.BytesIO(store.get_bytes(run.video_key))) as container:
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    assert len(frames) >= EVAL_STEPS // 2
+    assert frames[0].ndim == 3 and frames[0].shape[2] == 3 and frames[0].std() > 0
+
+    # The trajectory holds the expected per-step arrays.
+    spec = facts("HalfCheetah-v5")
+    with np.load(io.BytesIO(store.get_bytes(run.trajectory_key)), allow_pickle=False) as npz:
+        steps = len(npz["action"])
+        assert steps == EVAL_STEPS
+        assert npz["obs"].shape == (steps, spec.obs_dim)
+        assert npz["action"].shape == (steps, spec.act_dim)
+        assert npz["qpos"].shape == (steps, spec.nq) and npz["qvel"].shape == (steps, spec.nv)
+        assert npz["info_x_velocity"].shape == (steps,)
+        terms = [k for k in npz.files if k.startswith("term_")]
+        assert terms
+        np.testing.assert_allclose(sum(npz[k] for k in terms), npz["reward"], rtol=1e-5, atol=1e-6)

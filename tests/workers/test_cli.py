@@ -1,0 +1,75 @@
+"""What a person sees from the `policyforge` command on bad input: one line naming the problem."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workers.services import free_port
+
+CLI = [sys.executable, "-m", "workers.cli"]
+
+
+def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TEMPORAL_ADDRESS": f"127.0.0.1:{free_port()}", **env},
+    )
+
+
+def one_line_error(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["run", "run forward", "--env", "Cheetah-v9"], "env_id: unknown environment 'Cheetah-v9'"),
+        (["run", "", "--env", "HalfCheetah-v5"], "prompt: is empty"),
+        (
+            ["run", "run forward", "--env", "HalfCheetah-v5", "--timesteps", "0"],
+            "total_timesteps: must be a positive",
+        ),
+        (
+            ["run", "run forward", "--env", "Hopper-v5", "--max-iterations", "0"],
+            "max_iterations: must be a positive",
+        ),
+        (["run", "do a backflip", "--env", "HalfCheetah-v5", "--llm", "offline"], "cannot express"),
+    ],
+)
+def test_run_rejects_bad_input_before_connecting(args, expected):
+    # No server listens at TEMPORAL_ADDRESS: input errors must be reported before connecting.
+    line = one_line_error(run_cli(*args))
+    assert expected in line
+
+
+def test_run_without_a_server_says_how_to_start_one():
+    line = one_line_error(
+        run_cli("run", "run forward as fast as possible", "--env", "HalfCheetah-v5")
+    )
+    assert "no Temporal server answers" in line and "policyforge dev" in line
+
+
+def test_train_rejects_a_reward_file_that_does_not_parse(tmp_path: Path):
+    bad = tmp_path / "reward.py"
+    bad.write_text("def reward_fn(obs, action, next_obs, info):\n    return (1.0, {\n")
+    line = one_line_error(
+        run_cli("train", str(bad), "--env", "HalfCheetah-v5", "--timesteps", "100")
+    )
+    assert "reward.py does not parse: line" in line
+
+
+def test_train_rejects_unknown_env_and_missing_file(tmp_path: Path):
+    line = one_line_error(run_cli("train", str(tmp_path / "nope.py"), "--env", "Nope-v1"))
+    assert "--env: unknown environment 'Nope-v1'" in line and "does not exist" in line
