@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,12 +37,15 @@ async def test_temporal_state_survives_a_restart_and_search_attributes_exist(tmp
         assert desc.status == WorkflowExecutionStatus.RUNNING
 
 
-def listening_weed() -> list[str]:
-    """Addresses SeaweedFS listens on, from `ss` (iproute2)."""
+def listening(pid: int) -> list[str]:
+    """Addresses process `pid` listens on, from `ss` (iproute2).
+
+    By pid, not by name: the session-wide S3 fixture may run another SeaweedFS beside this one.
+    """
     if shutil.which("ss") is None:
         pytest.skip("ss (iproute2) is not installed")
     out = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
-    return [line.split()[3] for line in out.splitlines() if '"weed"' in line]
+    return [line.split()[3] for line in out.splitlines() if f"pid={pid}," in line]
 
 
 def test_seaweedfs_serves_s3_on_loopback_only_and_stops(tmp_path: Path):
@@ -49,6 +53,16 @@ def test_seaweedfs_serves_s3_on_loopback_only_and_stops(tmp_path: Path):
         store = ArtifactStore(bucket="pf-svc", endpoint=ep.s3_endpoint)
         store.put_bytes("sessions/x/blob.bin", b"\x00" * 1024)
         assert store.list_keys("sessions/x/") == ["sessions/x/blob.bin"]
-        weed = listening_weed()
+        pid = weed_pid(ep.s3_endpoint)
+        weed = listening(pid)
         assert weed and all(addr.startswith("127.0.0.1:") for addr in weed)
-    assert listening_weed() == []
+    assert listening(pid) == []
+
+
+def weed_pid(endpoint: str) -> int:
+    """The pid of the SeaweedFS process that serves `endpoint`."""
+    port = endpoint.rsplit(":", 1)[1]
+    out = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True)
+    match = re.search(r"pid=(\d+),", out.stdout)
+    assert match, out.stdout
+    return int(match.group(1))
