@@ -58,6 +58,13 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=int, default=None, help="training runs per iteration")
     p.add_argument("--pass-threshold", type=float, default=None)
     p.add_argument("--llm", dest="llm_model", default=None, help="model name, or 'offline'")
+    p.add_argument(
+        "--eval-steps",
+        type=int,
+        default=None,
+        dest="eval_max_steps",
+        help="steps of the judged evaluation rollout (default: the env's episode length)",
+    )
 
 
 def session_input(args: argparse.Namespace) -> dict[str, Any]:
@@ -73,6 +80,7 @@ def session_input(args: argparse.Namespace) -> dict[str, Any]:
         ("max_iterations", args.max_iterations),
         ("seeds", args.seeds),
         ("pass_threshold", args.pass_threshold),
+        ("eval_max_steps", args.eval_max_steps),
     ):
         if value is not None:
             data[field] = value
@@ -146,7 +154,7 @@ async def show_status(session_id: str, as_json: bool) -> None:
 
     from workers.client import connect
     from workers.settings import Settings
-    from workers.watch import query_status, report
+    from workers.watch import live_timesteps, query_status, report
 
     settings = Settings()
     client = await connect(settings)
@@ -166,6 +174,11 @@ async def show_status(session_id: str, as_json: bool) -> None:
             report(result, console, bucket_name(), settings.ui_link(session_id))
         return
     status = await query_status(handle)
+    if status is not None and status.stage == "training":
+        # The workflow learns timesteps when a run ends; running runs heartbeat them.
+        steps, _ = await live_timesteps(handle)
+        if steps is not None:
+            status = status.model_copy(update={"timesteps_done": steps})
     if as_json:
         print(status.model_dump_json(indent=2) if status else "null")
         return
@@ -176,6 +189,8 @@ async def show_status(session_id: str, as_json: bool) -> None:
             f"author {status.model_label}, best score "
             + (f"{status.best_score:.2f}" if status.best_score is not None else "-")
         )
+        if status.stage in ("training", "evaluating", "judging"):
+            console.print(f"  timesteps {status.timesteps_done:,} / {status.timesteps_target:,}")
         for rec in status.iterations:
             console.print(f"  iter {rec.iteration}: score {rec.score:.2f}  {rec.diagnosis}")
     console.print(f"  {settings.ui_link(session_id)}")
@@ -222,6 +237,12 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from workers.process_exit import run_and_exit
+
+    run_and_exit(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> None:
     args = _parser().parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     from workers.logs import configure_logging
@@ -250,11 +271,13 @@ def main(argv: list[str] | None = None) -> None:
         elif args.command == "run":
             data = session_input(args)
             check_input(data)
-            asyncio.run(
+            result = asyncio.run(
                 start_and_follow(
                     data, workflow_id=args.workflow_id, detach=args.detach, as_json=args.json
                 )
             )
+            # Scripts can tell a session that ran but did not pass from one that passed.
+            sys.exit(0 if result is None or result.passed else 1)
         elif args.command == "status":
             asyncio.run(show_status(args.session_id, args.json))
         elif args.command == "train":

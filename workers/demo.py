@@ -25,10 +25,16 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
     from workers.cli import start_and_follow
     from workers.client import connect
     from workers.dev import services_for
+    from workers.logs import configure_logging
     from workers.pools import run_pools
 
     console = Console()
     started = time.monotonic()
+    # The workers run in this process: their JSON logs go to a file, the console stays readable.
+    log_path = settings.state_dir / "demo" / "workers.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_file = log_path.open("a")
+    configure_logging(settings.log_level, stream=log_file)
     data = {
         "prompt": DEMO_PROMPT,
         "env_id": DEMO_ENV,
@@ -42,6 +48,7 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
             f"  embedded Temporal {endpoints.temporal_address}, S3 {endpoints.s3_endpoint}"
             + (f", Web UI {endpoints.ui_url}" if endpoints.ui_url else "")
         )
+        console.print(f"  worker logs (JSON lines) in {log_path}")
 
         async def go():
             live = Settings()
@@ -55,7 +62,10 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
                 pools.cancel()
                 await asyncio.gather(pools, return_exceptions=True)
 
-        result = asyncio.run(go())
+        try:
+            result = asyncio.run(go())
+        finally:
+            log_file.close()
         assert result is not None
         saved = _save_outputs(result, out)
     console.print(f"demo finished in {time.monotonic() - started:.0f}s")

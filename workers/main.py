@@ -11,11 +11,19 @@ import structlog
 from workers.client import NoServerError, connect
 from workers.logs import configure_logging
 from workers.pools import run_pools
+from workers.process_exit import run_and_exit
 from workers.settings import Settings
 
 
 def run_pool_process(names: list[str]) -> None:
-    """Connect to TEMPORAL_ADDRESS and run the named pools; nothing embedded is started."""
+    """Connect to TEMPORAL_ADDRESS and run the named pools; nothing embedded is started.
+
+    Called from `python -m workers.<pool>` and `policyforge worker`: ends the process.
+    """
+    run_and_exit(lambda: _run_pools(names))
+
+
+def _run_pools(names: list[str]) -> None:
     os.environ.setdefault("MUJOCO_GL", "egl")
     settings = Settings()
     configure_logging(settings.log_level)

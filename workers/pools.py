@@ -12,6 +12,7 @@ import contextlib
 import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -45,6 +46,9 @@ def train_worker(client: Client, settings: Settings) -> Worker:
         activities=TRAIN_ACTIVITIES,
         activity_executor=ThreadPoolExecutor(slots + 2),
         max_concurrent_activities=slots,
+        # Heartbeats carry the progress `policyforge run` shows; by default the SDK sends them
+        # to the server only every 0.8 x heartbeat timeout (48 s here).
+        max_heartbeat_throttle_interval=timedelta(seconds=5),
     )
 
 

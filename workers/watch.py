@@ -41,7 +41,7 @@ async def query_status(handle: WorkflowHandle) -> SessionStatus | None:
 async def follow(handle: WorkflowHandle, console: Console, poll_s: float = 1.0) -> SessionResult:
     """Show stage, iteration and timesteps until the session ends; return its result."""
     progress = Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
         TimeElapsedColumn(),
@@ -60,12 +60,12 @@ async def follow(handle: WorkflowHandle, console: Console, poll_s: float = 1.0) 
                 done = status.timesteps_done if steps is None else steps
                 if status.stage in ("validating", "authoring", "revising"):
                     done = 0
-                desc = f"[{status.stage}] iteration {status.iteration}/{status.max_iterations}"
+                desc = f"{status.stage:<10} iteration {status.iteration}/{status.max_iterations}"
                 if status.best_score is not None:
                     desc += f"  best {status.best_score:.2f}"
-                progress.update(
-                    task, description=desc, completed=done, total=status.timesteps_target
-                )
+                # PPO rounds the budget up to whole rollouts: never show 200,704/200,000.
+                total = status.timesteps_target
+                progress.update(task, description=desc, completed=min(done, total), total=total)
                 line = f"{status.stage} iteration {status.iteration}"
                 if line != last_line and not console.is_terminal:
                     console.print(f"  {desc}")

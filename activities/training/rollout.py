@@ -55,10 +55,11 @@ def evaluate(
     stride, fps = video_stride(dt)
 
     rows: dict[str, list[Any]] = defaultdict(list)
-    frames: list[np.ndarray] = []
+    video = out_dir / "videos" / "eval.mp4"
+    writer = Mp4Writer(video, fps) if record_video else None
     obs, _ = env.reset(seed=seed)
-    if record_video:
-        frames.append(env.render())
+    if writer is not None:
+        writer.add(env.render())
     ret = env_ret = 0.0
     terminated = truncated = False
     info_keys: list[str] | None = None
@@ -86,11 +87,13 @@ def evaluate(
         ret += float(rew)
         env_ret += info["env_reward"]
         obs = next_obs
-        if record_video and (t + 1) % stride == 0:
-            frames.append(env.render())
+        if writer is not None and (t + 1) % stride == 0:
+            writer.add(env.render())
         if terminated or truncated:
             break
     env.close()
+    if writer is not None:
+        writer.close()
 
     length = len(rows["reward"])
     arrays: dict[str, np.ndarray] = {
@@ -102,35 +105,49 @@ def evaluate(
     traj = out_dir / "trajectories" / "eval.npz"
     traj.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(traj, **arrays)
-    video = None
-    if record_video and frames:
-        video = out_dir / "videos" / "eval.mp4"
-        write_mp4(frames, video, fps)
     return {
         "episode_return": ret,
         "env_return": env_ret,
         "episode_length": length,
         "terminated": bool(terminated),
         "trajectory": str(traj.relative_to(out_dir)),
-        "video": str(video.relative_to(out_dir)) if video else None,
+        "video": str(video.relative_to(out_dir)) if writer is not None else None,
         "fps": fps,
-        "frames": len(frames),
+        "frames": writer.frames if writer is not None else 0,
     }
 
 
-def write_mp4(frames: list[np.ndarray], path: Path, fps: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    h, w = frames[0].shape[:2]
-    with av.open(str(path), mode="w") as container:
-        stream = container.add_stream("libx264", rate=fps)
-        stream.width, stream.height = w - w % 2, h - h % 2  # yuv420p needs even sizes
-        stream.pix_fmt = "yuv420p"
-        stream.options = {"crf": "23", "preset": "veryfast"}
-        for frame in frames:
-            img = av.VideoFrame.from_ndarray(
-                np.ascontiguousarray(frame[: stream.height, : stream.width]), format="rgb24"
-            )
-            for packet in stream.encode(img):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
+class Mp4Writer:
+    """H.264 mp4 written frame by frame: a 1000-step rollout never holds all frames in memory."""
+
+    def __init__(self, path: Path, fps: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.fps = fps
+        self.frames = 0
+        self._container: Any = None
+        self._stream: Any = None
+
+    def add(self, frame: np.ndarray) -> None:
+        if self._container is None:
+            h, w = frame.shape[:2]
+            self._container = av.open(str(self.path), mode="w")
+            self._stream = self._container.add_stream("libx264", rate=self.fps)
+            self._stream.width, self._stream.height = w - w % 2, h - h % 2  # yuv420p: even
+            self._stream.pix_fmt = "yuv420p"
+            self._stream.options = {"crf": "23", "preset": "veryfast"}
+        stream = self._stream
+        img = av.VideoFrame.from_ndarray(
+            np.ascontiguousarray(frame[: stream.height, : stream.width]), format="rgb24"
+        )
+        for packet in stream.encode(img):
+            self._container.mux(packet)
+        self.frames += 1
+
+    def close(self) -> None:
+        if self._container is None:
+            return
+        for packet in self._stream.encode():
+            self._container.mux(packet)
+        self._container.close()
+        self._container = None
