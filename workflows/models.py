@@ -50,7 +50,10 @@ SEARCH_ATTRIBUTES: dict[str, str] = {
 
 Stage = Literal[
     "starting",
+    "eliciting",
     "authoring",
+    "reviewing",
+    "fixing",
     "validating",
     "training",
     "evaluating",
@@ -82,6 +85,11 @@ class SessionInput(_Model):
     session_id: str | None = None
     # Worker pools polled: <prefix>-llm, <prefix>-train, <prefix>-judge.
     queue_prefix: str = DEFAULT_QUEUE_PREFIX
+    # Distinct reward candidates written (and trained) per iteration.
+    candidates: int = 1
+    # Caps: reaching one ends the session as budget_exhausted, keeping the best policy so far.
+    max_llm_cost_usd: float | None = None
+    max_training_minutes: float | None = None
 
     @property
     def timesteps_cap(self) -> int:
@@ -125,7 +133,17 @@ def input_errors(data: dict) -> list[str]:
         errors.append(f"pass_threshold: must be in (0, 1] (got {inp.pass_threshold})")
     if not inp.llm_model.strip():
         errors.append("llm_model: is empty; use 'offline' or a model name")
+    if not 1 <= inp.candidates <= MAX_CANDIDATES:
+        errors.append(f"candidates: must be between 1 and {MAX_CANDIDATES} (got {inp.candidates})")
+    for field in ("max_llm_cost_usd", "max_training_minutes"):
+        value = getattr(inp, field)
+        if value is not None and value <= 0:
+            errors.append(f"{field}: must be positive, or left out for no cap (got {value})")
     return errors
+
+
+MAX_CANDIDATES = 8
+MAX_FIX_ATTEMPTS = 5  # validations of one piece of generated code before the session gives up
 
 
 # --- criteria, rewards and judgments -------------------------------------------------------
@@ -136,13 +154,49 @@ class Criterion(_Model):
 
     name: str
     description: str
-    # A metric the code judge computes from a trajectory (see activities/judging/metrics.py).
-    metric: str
+    # A metric the code judge computes from a trajectory (see activities/judging/metrics.py);
+    # None for criteria an LLM elicited, which its judge code measures.
+    metric: str | None = None
+    # How to measure it from a trajectory, in words (what the judge code computes).
+    measure: str = ""
     target: float
     # at_least: value >= target passes; at_most: value <= target; near: |value-target| <= tol.
     direction: Literal["at_least", "at_most", "near"] = "at_least"
     tolerance: float = 0.0
     weight: float = 1.0
+
+
+class LLMCall(_Model):
+    """One LLM call's accounting: tokens, latency and estimated cost (None: unknown price)."""
+
+    agent: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+
+
+class LLMUsage(_Model):
+    """LLM calls summed over an iteration or a session."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    # Calls to models without a price in activities/llm/prices.py: their cost is not counted.
+    unpriced_calls: int = 0
+
+    def add(self, call: LLMCall | None) -> LLMUsage:
+        if call is None:
+            return self
+        return LLMUsage(
+            calls=self.calls + 1,
+            input_tokens=self.input_tokens + call.input_tokens,
+            output_tokens=self.output_tokens + call.output_tokens,
+            cost_usd=round(self.cost_usd + (call.cost_usd or 0.0), 6),
+            unpriced_calls=self.unpriced_calls + (call.cost_usd is None),
+        )
 
 
 class RewardArtifact(_Model):
@@ -157,24 +211,104 @@ class RewardArtifact(_Model):
     params: dict[str, float] = Field(default_factory=dict)
 
 
+class ElicitRequest(_Model):
+    session_id: str
+    prompt: str
+    env_id: str
+    llm_model: str
+
+
+class ElicitResult(_Model):
+    criteria: list[Criterion]
+    model_label: str
+    usage: LLMCall | None = None
+
+
 class AuthorRequest(_Model):
     session_id: str
     iteration: int
     prompt: str
     env_id: str
     llm_model: str
+    criteria: list[Criterion] = Field(default_factory=list)
+    candidate: int = 0
+    candidates: int = 1
 
 
 class AuthorResult(_Model):
     reward: RewardArtifact
     criteria: list[Criterion]
     model_label: str
+    usage: LLMCall | None = None
+
+
+class JudgeAuthorRequest(_Model):
+    session_id: str
+    prompt: str
+    env_id: str
+    llm_model: str
+    criteria: list[Criterion]
+
+
+class JudgeCode(_Model):
+    key: str  # sessions/<sid>/judge_fn.py
+    summary: str
+    usage: LLMCall | None = None
+
+
+class ReviewRequest(_Model):
+    session_id: str
+    iteration: int
+    candidate: int
+    prompt: str
+    env_id: str
+    llm_model: str
+    reward: RewardArtifact
+    criteria: list[Criterion]
+
+
+class ReviewResult(_Model):
+    lgtm: bool
+    notes: str  # what the reviewer found, one or two sentences
+    reward: RewardArtifact  # the corrected reward when not LGTM, else the one reviewed
+    usage: LLMCall | None = None
+
+
+class FixRequest(_Model):
+    session_id: str
+    iteration: int
+    candidate: int
+    kind: Literal["reward", "judge"]
+    prompt: str
+    env_id: str
+    llm_model: str
+    code_key: str
+    error: str
+    attempt: int  # the attempt that failed (1-based)
+    criteria: list[Criterion] = Field(default_factory=list)
+
+
+class FixResult(_Model):
+    key: str
+    latex: str = ""
+    terms: list[str] = Field(default_factory=list)
+    summary: str = ""
+    usage: LLMCall | None = None
 
 
 class ValidateRequest(_Model):
     env_id: str
     reward_key: str
     steps: int = 64
+    seed: int = 0
+
+
+class ValidateJudgeRequest(_Model):
+    env_id: str
+    judge_key: str
+    reward_key: str  # the trajectory it is tried on carries this reward's terms
+    criteria: list[str] = Field(default_factory=list)
+    steps: int = 100
     seed: int = 0
 
 
@@ -235,6 +369,8 @@ class JudgeRequest(_Model):
     trajectory_key: str
     criteria: list[Criterion]
     pass_threshold: float
+    # LLM-written judge code (run in a child process); None: the built-in code judge.
+    judge_key: str | None = None
 
 
 class CriterionScore(_Model):
@@ -266,12 +402,15 @@ class ReviseRequest(_Model):
     train: TrainResult
     timesteps: int
     timesteps_cap: int
+    candidate: int = 0
+    candidates: int = 1
 
 
 class ReviseResult(_Model):
     reward: RewardArtifact
     timesteps: int
     changes: str  # one or two sentences: what changed and why
+    usage: LLMCall | None = None
 
 
 # --- session state and result --------------------------------------------------------------
@@ -303,6 +442,11 @@ class IterationRecord(_Model):
     best_run: RunRecord
     runs: int = 1
     changes: str | None = None  # what the reviser changed to produce this iteration's reward
+    review_notes: str | None = None  # what the reviewer corrected before training
+    candidate: int = 0  # the reward candidate that won this iteration
+    candidates: int = 1
+    llm_usage: LLMUsage = Field(default_factory=LLMUsage)
+    training_seconds: float = 0.0
 
 
 class SessionStatus(_Model):
@@ -318,17 +462,26 @@ class SessionStatus(_Model):
     best_score: float | None
     best_iteration: int | None
     iterations: list[IterationRecord] = Field(default_factory=list)
+    criteria: list[Criterion] = Field(default_factory=list)
+    llm_usage: LLMUsage = Field(default_factory=LLMUsage)
+    training_seconds: float = 0.0
+    note: str | None = None  # e.g. which budget ran out
 
 
 class SessionResult(_Model):
     session_id: str
-    status: Literal["passed", "not_passed"]
+    status: Literal["passed", "not_passed", "budget_exhausted"]
     passed: bool
     model_label: str
-    best_iteration: int
-    best_score: float
-    best: IterationRecord
+    # None only when a budget ran out before the first iteration was judged.
+    best_iteration: int | None
+    best_score: float | None
+    best: IterationRecord | None
     iterations: list[IterationRecord]
+    criteria: list[Criterion] = Field(default_factory=list)
+    llm_usage: LLMUsage = Field(default_factory=LLMUsage)
+    training_seconds: float = 0.0
+    note: str | None = None
 
 
 class TrainProgress(_Model):

@@ -1,31 +1,35 @@
 """SessionWorkflow: one prompt-to-policy session.
 
-Per iteration: author (or revise) reward → validate it on real env steps → train (one run per
-seed, in parallel) → deterministic evaluation rollout → judge → pass, or revise and go on.
-Activities are called by name so this module imports nothing heavy, and tests can register
-stand-ins under the same names.
+elicit criteria -> author K reward candidates and the judge -> per iteration: review, validate
+and fix, train candidates x seeds in parallel, evaluate, judge -> pass, or revise and go on.
+The history holds ids, S3 keys, scores, accounting and short text only; the activity calls
+themselves live in `workflows/steps.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.accounting import Accounting, BudgetExhausted
     from workflows.models import (
+        OFFLINE_LABEL,
+        OFFLINE_MODEL,
         AuthorRequest,
         AuthorResult,
         Criterion,
-        EvalRequest,
-        EvalResult,
+        ElicitRequest,
+        ElicitResult,
         IterationRecord,
-        JudgeRequest,
+        JudgeAuthorRequest,
+        JudgeCode,
         Judgment,
+        ReviewRequest,
+        ReviewResult,
         ReviseRequest,
         ReviseResult,
         RewardArtifact,
@@ -34,28 +38,25 @@ with workflow.unsafe.imports_passed_through():
         SessionResult,
         SessionStatus,
         Stage,
-        TrainRequest,
         TrainResult,
-        ValidateRequest,
-        ValidateResult,
         input_errors,
-        task_queue,
     )
-
-_LLM_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=2))
-_TRAIN_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=5))
-_SHORT_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
+    from workflows.steps import Steps
 
 
-def _train_timeout(timesteps: int) -> timedelta:
-    # Generous: a slow laptop does ~300 steps/s on the heaviest envs; heartbeats catch hangs.
-    return timedelta(seconds=600 + timesteps / 100)
+def _is_offline(model: str) -> bool:
+    return model.strip().lower() in (OFFLINE_MODEL, OFFLINE_LABEL.lower())
 
 
 @workflow.defn
 class SessionWorkflow:
     def __init__(self) -> None:
         self._status: SessionStatus | None = None
+        self._accounting: Accounting | None = None
+        # The last iteration's winning candidate: what the reviser starts from.
+        self._best_reward: RewardArtifact | None = None
+        self._best_train: TrainResult | None = None
+        self._best_judgment: Judgment | None = None
 
     @workflow.query
     def status(self) -> SessionStatus | None:
@@ -63,6 +64,9 @@ class SessionWorkflow:
 
     def _stage(self, stage: Stage, **changes: Any) -> None:
         assert self._status is not None
+        if self._accounting is not None:
+            changes.setdefault("llm_usage", self._accounting.session)
+            changes.setdefault("training_seconds", round(self._accounting.training_seconds, 2))
         self._status = self._status.model_copy(update={"stage": stage, **changes})
 
     @workflow.run
@@ -78,7 +82,7 @@ class SessionWorkflow:
             session_id=session_id,
             prompt=inp.prompt,
             env_id=inp.env_id,
-            model_label=inp.llm_model,
+            model_label=OFFLINE_LABEL if _is_offline(inp.llm_model) else inp.llm_model,
             stage="starting",
             iteration=0,
             max_iterations=inp.max_iterations,
@@ -87,80 +91,165 @@ class SessionWorkflow:
             best_score=None,
             best_iteration=None,
         )
+        self._accounting = Accounting(inp)
+        steps = Steps(inp, session_id, _is_offline(inp.llm_model), self._accounting, self._stage)
         workflow.logger.info("session started", extra={"session_id": session_id})
 
         records: list[IterationRecord] = []
-        timesteps = inp.total_timesteps
-        reward: RewardArtifact | None = None
-        criteria: list[Criterion] = []
-        changes: str | None = None
-        last_train: TrainResult | None = None
-        last_judgment: Judgment | None = None
+        note: str | None = None
+        try:
+            await self._iterate(inp, session_id, steps, records)
+        except BudgetExhausted as exc:
+            note = str(exc)
+            workflow.logger.info("budget exhausted", extra={"session_id": session_id})
+        return self._result(session_id, records, note)
 
-        for iteration in range(1, inp.max_iterations + 1):
-            self._stage("authoring" if iteration == 1 else "revising", iteration=iteration)
-            if reward is None:
-                authored = await workflow.execute_activity(
-                    "author_reward",
-                    AuthorRequest(
+    async def _iterate(
+        self, inp: SessionInput, session_id: str, steps: Steps, records: list[IterationRecord]
+    ) -> None:
+        acc = steps.accounting
+        k_all = range(inp.candidates)
+        self._stage("eliciting", iteration=1)
+        elicited = await steps.llm(
+            "elicit_criteria",
+            ElicitRequest(
+                session_id=session_id,
+                prompt=inp.prompt,
+                env_id=inp.env_id,
+                llm_model=inp.llm_model,
+            ),
+            ElicitResult,
+        )
+        criteria = elicited.criteria
+        self._stage("authoring", model_label=elicited.model_label, criteria=criteria)
+        acc.check()
+
+        authors = [
+            steps.llm(
+                "author_reward",
+                AuthorRequest(
+                    session_id=session_id,
+                    iteration=1,
+                    prompt=inp.prompt,
+                    env_id=inp.env_id,
+                    llm_model=inp.llm_model,
+                    criteria=criteria,
+                    candidate=k,
+                    candidates=inp.candidates,
+                ),
+                AuthorResult,
+            )
+            for k in k_all
+        ]
+        judge_author = (
+            []
+            if steps.offline
+            else [
+                steps.llm(
+                    "author_judge",
+                    JudgeAuthorRequest(
                         session_id=session_id,
-                        iteration=iteration,
                         prompt=inp.prompt,
                         env_id=inp.env_id,
                         llm_model=inp.llm_model,
-                    ),
-                    result_type=AuthorResult,
-                    task_queue=task_queue("llm", inp.queue_prefix),
-                    start_to_close_timeout=timedelta(minutes=5),
-                    retry_policy=_LLM_RETRY,
-                )
-                reward, criteria = authored.reward, authored.criteria
-                self._stage("authoring", model_label=authored.model_label)
-            else:
-                assert last_train is not None and last_judgment is not None
-                revised = await workflow.execute_activity(
-                    "revise_reward",
-                    ReviseRequest(
-                        session_id=session_id,
-                        iteration=iteration,
-                        prompt=inp.prompt,
-                        env_id=inp.env_id,
-                        llm_model=inp.llm_model,
-                        reward=reward,
                         criteria=criteria,
-                        judgment=last_judgment,
-                        train=last_train,
-                        timesteps=timesteps,
-                        timesteps_cap=inp.timesteps_cap,
                     ),
-                    result_type=ReviseResult,
-                    task_queue=task_queue("llm", inp.queue_prefix),
-                    start_to_close_timeout=timedelta(minutes=5),
-                    retry_policy=_LLM_RETRY,
+                    JudgeCode,
                 )
-                reward, changes = revised.reward, revised.changes
-                timesteps = min(max(revised.timesteps, 1), inp.timesteps_cap)
+            ]
+        )
+        authored = await asyncio.gather(*authors, *judge_author)
+        rewards: list[RewardArtifact] = [a.reward for a in authored[: inp.candidates]]  # type: ignore[union-attr]
+        judge: JudgeCode | None = authored[-1] if judge_author else None  # type: ignore[assignment]
+        acc.check()
 
-            self._stage("validating", timesteps_done=0, timesteps_target=timesteps)
-            check = await workflow.execute_activity(
-                "validate_reward",
-                ValidateRequest(env_id=inp.env_id, reward_key=reward.key),
-                result_type=ValidateResult,
-                task_queue=task_queue("train", inp.queue_prefix),
-                start_to_close_timeout=timedelta(minutes=3),
-                retry_policy=_SHORT_RETRY,
-            )
-            if not check.ok:
-                raise ApplicationError(
-                    f"reward code for iteration {iteration} does not run: {check.error}",
-                    type="RewardInvalid",
-                    non_retryable=True,
+        timesteps = inp.total_timesteps
+        changes: str | None = None
+        review_notes: str | None = None
+        judge_valid = False
+        for iteration in range(1, inp.max_iterations + 1):
+            if iteration > 1:
+                acc.new_iteration()
+                # Revise from the last iteration's winning candidate and its evidence.
+                self._stage("revising", iteration=iteration)
+                revised = await asyncio.gather(
+                    *(
+                        steps.llm(
+                            "revise_reward",
+                            ReviseRequest(
+                                session_id=session_id,
+                                iteration=iteration,
+                                prompt=inp.prompt,
+                                env_id=inp.env_id,
+                                llm_model=inp.llm_model,
+                                reward=self._best_reward,  # type: ignore[arg-type]
+                                criteria=criteria,
+                                judgment=self._best_judgment,  # type: ignore[arg-type]
+                                train=self._best_train,  # type: ignore[arg-type]
+                                timesteps=timesteps,
+                                timesteps_cap=inp.timesteps_cap,
+                                candidate=k,
+                                candidates=inp.candidates,
+                            ),
+                            ReviseResult,
+                        )
+                        for k in k_all
+                    )
                 )
+                rewards = [r.reward for r in revised]
+                changes = revised[0].changes
+                timesteps = min(max(revised[0].timesteps, 1), inp.timesteps_cap)
+                acc.check()
 
-            record, last_train, last_judgment = await self._train_and_judge(
-                inp, session_id, iteration, reward, criteria, timesteps
+            if not steps.offline:
+                self._stage("reviewing", iteration=iteration)
+                reviews = await asyncio.gather(
+                    *(
+                        steps.llm(
+                            "review_reward",
+                            ReviewRequest(
+                                session_id=session_id,
+                                iteration=iteration,
+                                candidate=k,
+                                prompt=inp.prompt,
+                                env_id=inp.env_id,
+                                llm_model=inp.llm_model,
+                                reward=rewards[k],
+                                criteria=criteria,
+                            ),
+                            ReviewResult,
+                        )
+                        for k in k_all
+                    )
+                )
+                rewards = [r.reward for r in reviews]
+                review_notes = "; ".join(r.notes for r in reviews if not r.lgtm) or None
+                acc.check()
+
+            self._stage(
+                "validating", iteration=iteration, timesteps_done=0, timesteps_target=timesteps
             )
-            record = record.model_copy(update={"changes": changes})
+            rewards = list(
+                await asyncio.gather(
+                    *(steps.valid_reward(iteration, k, rewards[k], criteria) for k in k_all)
+                )
+            )
+            if judge is not None and not judge_valid:
+                judge = await steps.valid_judge(judge, rewards[0].key, criteria)
+                judge_valid = True
+            acc.check()
+
+            record = await self._train_and_judge(
+                inp, steps, iteration, rewards, criteria, timesteps, judge
+            )
+            record = record.model_copy(
+                update={
+                    "changes": changes,
+                    "review_notes": review_notes,
+                    "llm_usage": acc.iteration,
+                    "training_seconds": round(acc.iteration_training_seconds, 2),
+                }
+            )
             records.append(record)
             best = max(records, key=lambda r: r.score)
             self._stage(
@@ -174,41 +263,48 @@ class SessionWorkflow:
                 extra={"session_id": session_id, "iteration": iteration, "score": record.score},
             )
             if record.passed:
-                break
-
-        best = max(records, key=lambda r: (r.passed, r.score))
-        self._stage("done")
-        return SessionResult(
-            session_id=session_id,
-            status="passed" if best.passed else "not_passed",
-            passed=best.passed,
-            model_label=self._status.model_label if self._status else inp.llm_model,
-            best_iteration=best.iteration,
-            best_score=best.score,
-            best=best,
-            iterations=records,
-        )
+                return
+            acc.check()
 
     async def _train_and_judge(
         self,
         inp: SessionInput,
-        session_id: str,
+        steps: Steps,
         iteration: int,
-        reward: RewardArtifact,
+        rewards: list[RewardArtifact],
         criteria: list[Criterion],
         timesteps: int,
-    ) -> tuple[IterationRecord, TrainResult, Judgment]:
-        """Train one run per seed in parallel, evaluate and judge each; keep the best run."""
+        judge: JudgeCode | None,
+    ) -> IterationRecord:
+        """Train every candidate x seed in parallel, evaluate and judge each run; the candidate
+        with the best mean score over its seeds wins, represented by its best run."""
         self._stage("training")
+        pairs = [(k, seed) for k in range(len(rewards)) for seed in range(inp.seeds)]
         runs = await asyncio.gather(
             *(
-                self._one_run(inp, session_id, iteration, reward, criteria, timesteps, seed)
-                for seed in range(inp.seeds)
+                self._one_run(steps, iteration, k, rewards[k], criteria, timesteps, seed, judge)
+                for k, seed in pairs
             )
         )
-        best_run, best_train, best_judgment = max(runs, key=lambda r: r[2].score)
-        mean_score = sum(r[2].score for r in runs) / len(runs)
-        record = IterationRecord(
+        by_candidate: dict[int, list[tuple[RunRecord, TrainResult, Judgment]]] = {}
+        for (k, _), run in zip(pairs, runs, strict=True):
+            by_candidate.setdefault(k, []).append(run)
+        means = {k: sum(r[2].score for r in rs) / len(rs) for k, rs in by_candidate.items()}
+        winner = max(means, key=lambda k: (means[k], -k))
+        best_run, best_train, best_judgment = max(by_candidate[winner], key=lambda r: r[2].score)
+        self._best_reward = rewards[winner]
+        self._best_train = best_train
+        self._best_judgment = best_judgment
+        notes = []
+        if inp.seeds > 1:
+            notes.append(f"mean over {inp.seeds} seeds: {means[winner]:.2f}")
+        if len(rewards) > 1:
+            notes.append(
+                f"candidate {winner} of {len(rewards)}; candidate means "
+                + ", ".join(f"{means[k]:.2f}" for k in sorted(means))
+            )
+        reward = rewards[winner]
+        return IterationRecord(
             iteration=iteration,
             reward_key=reward.key,
             reward_summary=reward.summary,
@@ -216,73 +312,31 @@ class SessionWorkflow:
             timesteps=timesteps,
             score=best_judgment.score,
             passed=best_judgment.passed,
-            diagnosis=best_judgment.diagnosis
-            + (f" (mean over {len(runs)} seeds: {mean_score:.2f})" if len(runs) > 1 else ""),
+            diagnosis=best_judgment.diagnosis + (f" ({'; '.join(notes)})" if notes else ""),
             failure_tags=best_judgment.failure_tags,
             best_run=best_run,
             runs=len(runs),
+            candidate=winner,
+            candidates=len(rewards),
         )
-        return record, best_train, best_judgment
 
     async def _one_run(
         self,
-        inp: SessionInput,
-        session_id: str,
+        steps: Steps,
         iteration: int,
+        candidate: int,
         reward: RewardArtifact,
         criteria: list[Criterion],
         timesteps: int,
         seed: int,
+        judge: JudgeCode | None,
     ) -> tuple[RunRecord, TrainResult, Judgment]:
-        run_name = f"c0_default_seed_{seed}"
-        trained = await workflow.execute_activity(
-            "train_policy",
-            TrainRequest(
-                session_id=session_id,
-                iteration=iteration,
-                run_name=run_name,
-                env_id=inp.env_id,
-                reward_key=reward.key,
-                timesteps=timesteps,
-                seed=seed,
-            ),
-            result_type=TrainResult,
-            task_queue=task_queue("train", inp.queue_prefix),
-            start_to_close_timeout=_train_timeout(timesteps),
-            heartbeat_timeout=timedelta(seconds=60),
-            retry_policy=_TRAIN_RETRY,
-        )
+        run_name = f"c{candidate}_default_seed_{seed}"
+        trained = await steps.train(iteration, run_name, reward, timesteps, seed)
         self._stage("evaluating", timesteps_done=trained.timesteps_done)
-        evaluated = await workflow.execute_activity(
-            "evaluate_policy",
-            EvalRequest(
-                env_id=inp.env_id,
-                reward_key=reward.key,
-                run_prefix=trained.run_prefix,
-                model_key=trained.model_key,
-                vecnormalize_key=trained.vecnormalize_key,
-                seed=seed,
-                max_steps=inp.eval_max_steps,
-            ),
-            result_type=EvalResult,
-            task_queue=task_queue("train", inp.queue_prefix),
-            start_to_close_timeout=timedelta(minutes=10),
-            retry_policy=_TRAIN_RETRY,
-        )
+        evaluated = await steps.evaluate(reward, trained, seed)
         self._stage("judging")
-        judgment = await workflow.execute_activity(
-            "judge_rollout",
-            JudgeRequest(
-                env_id=inp.env_id,
-                trajectory_key=evaluated.trajectory_key,
-                criteria=criteria,
-                pass_threshold=inp.pass_threshold,
-            ),
-            result_type=Judgment,
-            task_queue=task_queue("judge", inp.queue_prefix),
-            start_to_close_timeout=timedelta(minutes=5),
-            retry_policy=_SHORT_RETRY,
-        )
+        judgment = await steps.judge(evaluated, criteria, judge)
         run = RunRecord(
             run_name=run_name,
             seed=seed,
@@ -296,3 +350,28 @@ class SessionWorkflow:
             passed=judgment.passed,
         )
         return run, trained, judgment
+
+    def _result(
+        self, session_id: str, records: list[IterationRecord], note: str | None
+    ) -> SessionResult:
+        assert self._status is not None and self._accounting is not None
+        best = max(records, key=lambda r: (r.passed, r.score)) if records else None
+        if note is not None:
+            status = "budget_exhausted"
+        else:
+            status = "passed" if best is not None and best.passed else "not_passed"
+        self._stage("done", note=note)
+        return SessionResult(
+            session_id=session_id,
+            status=status,
+            passed=bool(best and best.passed),
+            model_label=self._status.model_label,
+            best_iteration=best.iteration if best else None,
+            best_score=best.score if best else None,
+            best=best,
+            iterations=records,
+            criteria=self._status.criteria,
+            llm_usage=self._accounting.session,
+            training_seconds=round(self._accounting.training_seconds, 2),
+            note=note,
+        )

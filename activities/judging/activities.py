@@ -1,10 +1,15 @@
 """Judge-pool activities: score an evaluation rollout's trajectory against the criteria.
 
-Sync activity: the judge worker runs it in its thread pool (boto3 and numpy block that thread).
-The judgment also lands next to the run's artifacts as judgment.json, for people and the UI.
+Two judges: the built-in code judge (metrics from activities/judging/metrics.py, used by the
+offline author) runs here; LLM-written judge code runs only in a child process. The judgment
+also lands next to the run's artifacts as judgment.json, for people and the UI.
 """
 
 from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path, PurePosixPath
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -13,9 +18,12 @@ from activities.artifacts import ArtifactStore
 from activities.judging.code_judge import judge_trajectory
 from activities.judging.metrics import TrajectoryError
 from activities.logs import activity_logger
-from workflows.models import JudgeRequest, Judgment
+from activities.training.protocol import ChildFailed, ChildRequest
+from activities.training.supervisor import run_child
+from workflows.models import CriterionScore, JudgeRequest, Judgment
 
 _TRAJECTORY_DIR = "/trajectories/"
+JUDGE_TIMEOUT_S = 120.0
 
 
 def judgment_key(trajectory_key: str) -> str | None:
@@ -25,28 +33,90 @@ def judgment_key(trajectory_key: str) -> str | None:
 
 
 @activity.defn(name="judge_rollout")
-def judge_rollout(req: JudgeRequest) -> Judgment:
+async def judge_rollout(req: JudgeRequest) -> Judgment:
     log = activity_logger(env_id=req.env_id, trajectory=req.trajectory_key)
     store = ArtifactStore()
-    data = store.get_bytes(req.trajectory_key)  # S3 errors stay retryable
-    try:
-        judgment = judge_trajectory(data, req.env_id, req.criteria, req.pass_threshold)
-    except (TrajectoryError, ValueError) as exc:
-        raise ApplicationError(
-            f"trajectory {req.trajectory_key} cannot be judged: {exc}",
-            type="TrajectoryInvalid",
-            non_retryable=True,
-        ) from None
+    data = await asyncio.to_thread(store.get_bytes, req.trajectory_key)  # S3 errors: retryable
+    if req.judge_key:
+        judgment = await _judge_with_code(store, req, data)
+    else:
+        try:
+            judgment = await asyncio.to_thread(
+                judge_trajectory, data, req.env_id, req.criteria, req.pass_threshold
+            )
+        except (TrajectoryError, ValueError) as exc:
+            raise ApplicationError(
+                f"trajectory {req.trajectory_key} cannot be judged: {exc}",
+                type="TrajectoryInvalid",
+                non_retryable=True,
+            ) from None
     key = judgment_key(req.trajectory_key)
     if key:
-        store.put_bytes(key, judgment.model_dump_json(indent=2).encode(), "application/json")
+        body = judgment.model_dump_json(indent=2).encode()
+        await asyncio.to_thread(store.put_bytes, key, body, "application/json")
     log.info(
         "rollout judged",
+        judge="code" if req.judge_key else "metrics",
         score=judgment.score,
         passed=judgment.passed,
         failure_tags=judgment.failure_tags,
     )
     return judgment
+
+
+async def _judge_with_code(store: ArtifactStore, req: JudgeRequest, npz: bytes) -> Judgment:
+    assert req.judge_key is not None
+    source = await asyncio.to_thread(store.get_text, req.judge_key)
+    with tempfile.TemporaryDirectory(prefix="pf-judge-", ignore_cleanup_errors=True) as tmp:
+        traj = Path(tmp) / "eval.npz"
+        traj.write_bytes(npz)
+        child = ChildRequest(
+            env_id=req.env_id,
+            judge_source=source,
+            judge_filename=PurePosixPath(req.judge_key).name,
+            criteria=[c.name for c in req.criteria],
+            trajectory_path=str(traj),
+        )
+        try:
+            result = await run_child(
+                "judge",
+                child,
+                Path(tmp) / "out",
+                timeout_s=JUDGE_TIMEOUT_S,
+                timeout_is_reward_fault=True,
+            )
+        except ChildFailed as exc:
+            # The judge code passed validation on a random episode; failing on this one is a
+            # fault of the code, which retrying cannot fix.
+            raise ApplicationError(
+                f"judge code failed on {req.trajectory_key}: {exc.message}",
+                type="JudgeCodeFailed",
+                non_retryable=exc.reward_fault,
+            ) from None
+    return judgment_from_code(result["judgment"], req)
+
+
+def judgment_from_code(out: dict, req: JudgeRequest) -> Judgment:
+    by_name = {c.name: c for c in req.criteria}
+    scores = [
+        CriterionScore(
+            name=name,
+            metric="judge_fn",
+            value=round(float(score), 4),
+            target=1.0,
+            direction=by_name[name].direction if name in by_name else "at_least",
+            score=round(float(score), 4),
+        )
+        for name, score in out["criteria"].items()
+    ]
+    score = float(out["score"])
+    return Judgment(
+        score=round(score, 4),
+        passed=score >= req.pass_threshold,
+        diagnosis=out["diagnosis"] or "(the judge gave no diagnosis)",
+        criteria=scores,
+        failure_tags=out["failure_tags"],
+    )
 
 
 JUDGE_ACTIVITIES = [judge_rollout]

@@ -28,6 +28,7 @@ from workflows.models import (
     TrainProgress,
     TrainRequest,
     TrainResult,
+    ValidateJudgeRequest,
     ValidateRequest,
     ValidateResult,
 )
@@ -133,6 +134,42 @@ async def validate_reward(req: ValidateRequest) -> ValidateResult:
     )
 
 
+@activity.defn(name="validate_judge")
+async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
+    """Run judge code on a random-action episode (with the session's reward terms) in the child."""
+    log = activity_logger(env_id=req.env_id, judge_key=req.judge_key)
+    store = ArtifactStore()
+    judge_source = await _get_text(store, req.judge_key)
+    reward_source = await _get_text(store, req.reward_key)
+    child = ChildRequest(
+        env_id=req.env_id,
+        reward_source=reward_source,
+        reward_filename=_filename(req.reward_key),
+        judge_source=judge_source,
+        judge_filename=_filename(req.judge_key),
+        criteria=req.criteria,
+        steps=req.steps,
+        seed=req.seed,
+    )
+    with tempfile.TemporaryDirectory(prefix="pf-validate-", ignore_cleanup_errors=True) as tmp:
+        try:
+            async with _heartbeating():
+                result = await run_child(
+                    "validate_judge",
+                    child,
+                    Path(tmp),
+                    timeout_s=VALIDATE_TIMEOUT_S,
+                    timeout_is_reward_fault=True,
+                )
+        except ChildFailed as exc:
+            if not exc.reward_fault:
+                raise ApplicationError(exc.message, type="ValidationFailed") from None
+            log.info("judge invalid", error=exc.message)
+            return ValidateResult(ok=False, error=exc.message)
+    log.info("judge valid", score=result["judgment"]["score"])
+    return ValidateResult(ok=True, steps=int(result["steps"]))
+
+
 @activity.defn(name="train_policy")
 async def train_policy(req: TrainRequest) -> TrainResult:
     log = activity_logger(req.iteration, env_id=req.env_id, run=req.run_name)
@@ -234,4 +271,4 @@ async def evaluate_policy(req: EvalRequest) -> EvalResult:
     )
 
 
-TRAIN_ACTIVITIES = [validate_reward, train_policy, evaluate_policy]
+TRAIN_ACTIVITIES = [validate_reward, validate_judge, train_policy, evaluate_policy]

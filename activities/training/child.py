@@ -1,6 +1,8 @@
 """The child process where reward code runs: never import this module in a worker process.
 
-    python -m activities.training.child {validate,train,evaluate} --request REQ.json --out DIR
+    python -m activities.training.child MODE --request REQ.json --out DIR
+
+MODE: validate, train, evaluate (reward code), validate_judge, judge (judge code).
 
 Progress goes to stdout as JSON lines ({"event": "progress", "timesteps": N, "mean_return": x});
 the outcome goes to DIR/result.json (see activities/training/protocol.py). On failure the child
@@ -42,16 +44,18 @@ def _limit_resources() -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _reward_error(exc: BaseException, filename: str) -> str | None:
-    """'reward_fn.py line 12: ZeroDivisionError: ...' when the reward code raised, else None."""
+def _code_error(exc: BaseException, filenames: tuple[str, ...]) -> str | None:
+    """'reward_fn.py line 12: ZeroDivisionError: ...' when generated code raised, else None."""
+    from activities.judging.judge_runtime import JudgeLoadError
     from activities.training.reward_runtime import RewardLoadError
 
-    if isinstance(exc, RewardLoadError):
+    if isinstance(exc, RewardLoadError | JudgeLoadError):
         return _one_line(str(exc))
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in filenames]
     if not frames:
         return None
-    return _one_line(f"{filename} line {frames[-1].lineno}: {type(exc).__name__}: {exc}")
+    where = f"{frames[-1].filename} line {frames[-1].lineno}"
+    return _one_line(f"{where}: {type(exc).__name__}: {exc}")
 
 
 def _one_line(text: str, limit: int = 500) -> str:
@@ -64,16 +68,29 @@ def run(
 ) -> dict[str, Any]:
     from activities.training.reward_runtime import load_reward
 
-    if mode != "validate":  # validation needs no torch: skip its import (a second or two)
+    if mode == "judge":
+        return _judge(req)
+    if mode in ("train", "evaluate"):  # the others need no torch: skip its import (1-2 s)
         import torch
 
         # One core per run: a second torch thread gives nothing and collapses under load.
         torch.set_num_threads(1)
     source = req.reward_source
     if source is None:
-        assert req.reward_path is not None
+        if req.reward_path is None:
+            raise ValueError(f"{mode} needs reward_source or reward_path")
         source = Path(req.reward_path).read_text()
     reward = load_reward(source, req.reward_filename)
+
+    if mode == "validate_judge":
+        from activities.judging.judge_runtime import run_judge
+        from activities.training.rollout import random_trajectory
+
+        trajectory = random_trajectory(req.env_id, reward, req.steps, req.seed)
+        for arr in trajectory.values():
+            arr.setflags(write=False)
+        judged = run_judge(_judge_source(req), req.judge_filename, trajectory, req.criteria)
+        return {"steps": len(trajectory["action"]), "judgment": judged}
 
     if mode == "validate":
         from activities.training.validate import validate
@@ -109,9 +126,27 @@ def run(
     )
 
 
+def _judge_source(req: ChildRequest) -> str:
+    if req.judge_source is None:
+        raise ValueError("judge modes need judge_source")
+    return req.judge_source
+
+
+def _judge(req: ChildRequest) -> dict[str, Any]:
+    from activities.judging.judge_runtime import load_trajectory, run_judge
+
+    if req.trajectory_path is None:
+        raise ValueError("judge needs trajectory_path")
+    trajectory = load_trajectory(Path(req.trajectory_path))
+    judged = run_judge(_judge_source(req), req.judge_filename, trajectory, req.criteria)
+    return {"judgment": judged}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m activities.training.child")
-    parser.add_argument("mode", choices=("validate", "train", "evaluate"))
+    parser.add_argument(
+        "mode", choices=("validate", "train", "evaluate", "validate_judge", "judge")
+    )
     parser.add_argument("--request", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -132,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run(args.mode, req, args.out, emit)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure becomes one line
-        reward_msg = _reward_error(exc, req.reward_filename)
+        reward_msg = _code_error(exc, (req.reward_filename, req.judge_filename))
         message = reward_msg or _one_line(f"{type(exc).__name__}: {exc}")
         if reward_msg is None:
             traceback.print_exc()

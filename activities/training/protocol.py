@@ -12,20 +12,29 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Mode = Literal["validate", "train", "evaluate"]
+Mode = Literal["validate", "train", "evaluate", "validate_judge", "judge"]
 RESULT_FILE = "result.json"
 DEFAULT_REWARD_FILENAME = "reward_fn.py"
+DEFAULT_JUDGE_FILENAME = "judge_fn.py"
 
 
 class ChildRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     env_id: str
-    # The reward code itself, or a local path to it (exactly one of the two).
+    # The reward code itself, or a local path to it (at most one of the two; every mode but
+    # `judge` needs one).
     reward_source: str | None = None
     reward_path: str | None = None
     # Name shown in error messages ("reward_fn.py line 12: ZeroDivisionError: ...").
     reward_filename: str = DEFAULT_REWARD_FILENAME
+
+    # validate_judge / judge: the judge code, the criteria it must score, and (judge) the
+    # trajectory file it judges.
+    judge_source: str | None = None
+    judge_filename: str = DEFAULT_JUDGE_FILENAME
+    criteria: list[str] = Field(default_factory=list)
+    trajectory_path: str | None = None
     seed: int = 0
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
 
@@ -46,13 +55,14 @@ class ChildRequest(BaseModel):
 
     @model_validator(mode="after")
     def _one_reward(self) -> ChildRequest:
-        if (self.reward_source is None) == (self.reward_path is None):
-            raise ValueError("give exactly one of reward_source and reward_path")
+        if self.reward_source is not None and self.reward_path is not None:
+            raise ValueError("give at most one of reward_source and reward_path")
         return self
 
 
 class ChildFailed(RuntimeError):
-    """The child exited non-zero; `message` is one line, `reward_fault` blames the reward code."""
+    """The child exited non-zero; `message` is one line, `reward_fault` blames generated code
+    (the reward's, or the judge's in the judge modes)."""
 
     def __init__(self, message: str, reward_fault: bool) -> None:
         super().__init__(message)

@@ -122,10 +122,14 @@ class RewardWrapper(gym.Wrapper):
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
         self._last_obs = obs
+        self._episode_start = True
         return obs, info
 
     def step(self, action):
         obs, env_reward, terminated, truncated, info = self.env.step(action)
+        # Stateful reward code resets its memory on the first step of each episode.
+        info["_episode_start"] = getattr(self, "_episode_start", True)
+        self._episode_start = False
         info["qpos"] = self._data.qpos.copy()
         info["qvel"] = self._data.qvel.copy()
         prev = self._last_obs if self._last_obs is not None else obs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +48,58 @@ def evaluate(
         device="cpu",
         custom_objects={"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": 0.2},
     )
-    unwrapped: Any = env.unwrapped
-    dt = float(unwrapped.dt)
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        action, _ = model.predict(vecnorm.normalize_obs(obs), deterministic=True)
+        return action
+
+    stride, fps = video_stride(float(env.unwrapped.dt))  # type: ignore[attr-defined]
+    video = out_dir / "videos" / "eval.mp4"
+    writer = Mp4Writer(video, fps) if record_video else None
+    try:
+        arrays, stats = collect(env, act, seed, max_steps, writer, stride)
+    finally:
+        env.close()
+        if writer is not None:
+            writer.close()
+    traj = out_dir / "trajectories" / "eval.npz"
+    traj.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(traj, **arrays)
+    return {
+        **stats,
+        "trajectory": str(traj.relative_to(out_dir)),
+        "video": str(video.relative_to(out_dir)) if writer is not None else None,
+        "fps": fps,
+        "frames": writer.frames if writer is not None else 0,
+    }
+
+
+def random_trajectory(
+    env_id: str, reward: LoadedReward, steps: int, seed: int
+) -> dict[str, np.ndarray]:
+    """A random-action episode in the evaluation's format: what judge code is tried on."""
+    env = make_env(env_id, reward)
+    env.action_space.seed(seed)
+    try:
+        arrays, _ = collect(env, lambda _obs: env.action_space.sample(), seed, steps)
+    finally:
+        env.close()
+    return arrays
+
+
+def collect(
+    env: Any,
+    act: Callable[[np.ndarray], np.ndarray],
+    seed: int,
+    max_steps: int | None,
+    writer: Mp4Writer | None = None,
+    stride: int = 1,
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Run one episode (env wrapped in RewardWrapper); the trajectory arrays and episode stats."""
     limit = env.spec.max_episode_steps if env.spec and env.spec.max_episode_steps else 1000
     if max_steps is not None:
         limit = min(limit, max_steps)
-    stride, fps = video_stride(dt)
-
     rows: dict[str, list[Any]] = defaultdict(list)
-    video = out_dir / "videos" / "eval.mp4"
-    writer = Mp4Writer(video, fps) if record_video else None
     obs, _ = env.reset(seed=seed)
     if writer is not None:
         writer.add(env.render())
@@ -65,7 +108,7 @@ def evaluate(
     info_keys: list[str] | None = None
     term_keys: list[str] | None = None
     for t in range(limit):
-        action, _ = model.predict(vecnorm.normalize_obs(obs), deterministic=True)
+        action = act(obs)
         next_obs, rew, terminated, truncated, info = env.step(action)
         terms = info["reward_terms"]
         scalars = scalar_info(info)
@@ -91,30 +134,19 @@ def evaluate(
             writer.add(env.render())
         if terminated or truncated:
             break
-    env.close()
-    if writer is not None:
-        writer.close()
-
-    length = len(rows["reward"])
     arrays: dict[str, np.ndarray] = {
         k: np.asarray(v, dtype=bool if k in ("terminated", "truncated") else np.float64)
         for k, v in rows.items()
     }
-    arrays["meta_env_id"] = np.array(env_id)
-    arrays["meta_dt"] = np.array(dt)
-    traj = out_dir / "trajectories" / "eval.npz"
-    traj.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(traj, **arrays)
-    return {
+    arrays["meta_env_id"] = np.array(env.spec.id if env.spec else "")
+    arrays["meta_dt"] = np.array(float(env.unwrapped.dt))
+    stats = {
         "episode_return": ret,
         "env_return": env_ret,
-        "episode_length": length,
+        "episode_length": len(rows["reward"]),
         "terminated": bool(terminated),
-        "trajectory": str(traj.relative_to(out_dir)),
-        "video": str(video.relative_to(out_dir)) if writer is not None else None,
-        "fps": fps,
-        "frames": writer.frames if writer is not None else 0,
     }
+    return arrays, stats
 
 
 class Mp4Writer:

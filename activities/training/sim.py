@@ -81,7 +81,14 @@ def scalar_info(info: dict[str, Any]) -> dict[str, float]:
     """The env's own scalar numeric info fields (not the ones RewardWrapper adds)."""
     out: dict[str, float] = {}
     for key, value in info.items():
-        if key in ("qpos", "qvel", "env_reward", "reward_terms", "episode", "TimeLimit.truncated"):
+        if key.startswith("_") or key in (
+            "qpos",
+            "qvel",
+            "env_reward",
+            "reward_terms",
+            "episode",
+            "TimeLimit.truncated",
+        ):
             continue
         if isinstance(value, bool | int | float) or (
             hasattr(value, "shape") and value.shape == () and value.dtype.kind in "biuf"

@@ -16,16 +16,26 @@ from workflows.models import (
     AuthorRequest,
     AuthorResult,
     Criterion,
+    ElicitRequest,
+    ElicitResult,
     EvalRequest,
     EvalResult,
+    FixRequest,
+    FixResult,
+    JudgeAuthorRequest,
+    JudgeCode,
     JudgeRequest,
     Judgment,
+    LLMCall,
+    ReviewRequest,
+    ReviewResult,
     ReviseRequest,
     ReviseResult,
     RewardArtifact,
     SessionResult,
     TrainRequest,
     TrainResult,
+    ValidateJudgeRequest,
     ValidateRequest,
     ValidateResult,
     task_queue,
@@ -39,34 +49,96 @@ class Script:
 
     scores: list[float]
     validate_error: str | None = None
+    # LLM path: errors the first validations return, in order (then the code is valid).
+    validate_errors: list[str] = field(default_factory=list)
+    judge_errors: list[str] = field(default_factory=list)
+    review_corrects: bool = False
+    cost_per_call: float = 0.01
     calls: dict[str, list] = field(default_factory=dict)
 
     def log(self, name: str, req) -> None:
         self.calls.setdefault(name, []).append(req)
 
+    def usage(self, agent: str, model: str) -> LLMCall | None:
+        if model == "offline":
+            return None
+        return LLMCall(
+            agent=agent,
+            model=model,
+            input_tokens=100,
+            output_tokens=50,
+            cost_usd=self.cost_per_call,
+        )
+
     def activities(self) -> dict[str, list]:
         script = self
+
+        @activity.defn(name="elicit_criteria")
+        async def elicit_criteria(req: ElicitRequest) -> ElicitResult:
+            script.log("elicit_criteria", req)
+            return ElicitResult(
+                criteria=CRITERIA,
+                model_label="offline (no LLM)" if req.llm_model == "offline" else req.llm_model,
+                usage=script.usage("elicitor", req.llm_model),
+            )
 
         @activity.defn(name="author_reward")
         async def author_reward(req: AuthorRequest) -> AuthorResult:
             script.log("author_reward", req)
+            reward = _reward(req.session_id, req.iteration, ctrl=0.1)
+            if req.candidate:
+                reward = reward.model_copy(update={"key": reward.key + f".c{req.candidate}"})
             return AuthorResult(
-                reward=_reward(req.session_id, req.iteration, ctrl=0.1),
-                criteria=[
-                    Criterion(
-                        name="speed", description="fast", metric="mean_x_velocity", target=2.0
-                    )
-                ],
+                reward=reward,
+                criteria=CRITERIA,
                 model_label="offline (no LLM)",
+                usage=script.usage("reward_author", req.llm_model),
             )
+
+        @activity.defn(name="author_judge")
+        async def author_judge(req: JudgeAuthorRequest) -> JudgeCode:
+            script.log("author_judge", req)
+            return JudgeCode(
+                key=f"sessions/{req.session_id}/judge_fn.py",
+                summary="judge",
+                usage=script.usage("judge_author", req.llm_model),
+            )
+
+        @activity.defn(name="review_reward")
+        async def review_reward(req: ReviewRequest) -> ReviewResult:
+            script.log("review_reward", req)
+            usage = script.usage("reviewer", req.llm_model)
+            if not script.review_corrects:
+                return ReviewResult(lgtm=True, notes="LGTM", reward=req.reward, usage=usage)
+            fixed = req.reward.model_copy(update={"key": req.reward.key + ".reviewed"})
+            return ReviewResult(lgtm=False, notes="sign of ctrl", reward=fixed, usage=usage)
+
+        @activity.defn(name="fix_code")
+        async def fix_code(req: FixRequest) -> FixResult:
+            script.log("fix_code", req)
+            return FixResult(
+                key=f"{req.code_key}.fix{req.attempt}",
+                usage=script.usage(f"fixer_{req.kind}", req.llm_model),
+            )
+
+        @activity.defn(name="validate_judge")
+        async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
+            script.log("validate_judge", req)
+            n = len(script.calls["validate_judge"])
+            if n <= len(script.judge_errors):
+                return ValidateResult(ok=False, error=script.judge_errors[n - 1])
+            return ValidateResult(ok=True, steps=req.steps)
 
         @activity.defn(name="revise_reward")
         async def revise_reward(req: ReviseRequest) -> ReviseResult:
             script.log("revise_reward", req)
             return ReviseResult(
-                reward=_reward(req.session_id, req.iteration, ctrl=req.reward.params["ctrl"] / 2),
+                reward=_reward(
+                    req.session_id, req.iteration, ctrl=req.reward.params.get("ctrl", 0.1) / 2
+                ),
                 timesteps=int(req.timesteps * 1.5),
                 changes="halved the control cost weight",
+                usage=script.usage("reviser", req.llm_model),
             )
 
         @activity.defn(name="validate_reward")
@@ -74,6 +146,9 @@ class Script:
             script.log("validate_reward", req)
             if script.validate_error:
                 return ValidateResult(ok=False, error=script.validate_error)
+            n = len(script.calls["validate_reward"])
+            if n <= len(script.validate_errors):
+                return ValidateResult(ok=False, error=script.validate_errors[n - 1])
             return ValidateResult(ok=True, steps=req.steps, term_magnitudes={"forward": 0.1})
 
         @activity.defn(name="train_policy")
@@ -87,6 +162,7 @@ class Script:
                 timesteps_done=req.timesteps,
                 mean_episode_return=10.0,
                 term_means={"forward": 1.0, "ctrl": -0.5},
+                wall_seconds=60.0,
             )
 
         @activity.defn(name="evaluate_policy")
@@ -114,10 +190,20 @@ class Script:
             )
 
         return {
-            "llm": [author_reward, revise_reward],
-            "train": [validate_reward, train_policy, evaluate_policy],
+            "llm": [
+                elicit_criteria,
+                author_reward,
+                author_judge,
+                review_reward,
+                fix_code,
+                revise_reward,
+            ],
+            "train": [validate_reward, validate_judge, train_policy, evaluate_policy],
             "judge": [judge_rollout],
         }
+
+
+CRITERIA = [Criterion(name="speed", description="fast", metric="mean_x_velocity", target=2.0)]
 
 
 def _reward(session_id: str, iteration: int, ctrl: float) -> RewardArtifact:
@@ -244,3 +330,130 @@ async def test_history_holds_keys_and_short_text_only(temporal_env, queue_prefix
                 payloads = payloads.input if hasattr(payloads, "input") else payloads.result
                 sizes.extend(len(p.data) for p in payloads.payloads)
     assert sizes and max(sizes) < 4096
+
+
+# --- the LLM path (stand-ins answer as the LLM agents would) --------------------------------
+
+
+async def test_llm_session_calls_agents_in_order_fixes_and_counts_tokens(
+    temporal_env, queue_prefix
+):
+    script = Script(
+        scores=[0.3, 0.9],
+        validate_errors=["reward_fn.py line 3: NameError: name 'vx' is not defined"],
+        judge_errors=["judge_fn.py line 9: KeyError: 'x_velocity'"],
+        review_corrects=True,
+    )
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=3, llm_model="claude-sonnet-4-5"
+    )
+    assert result.passed and [r.score for r in result.iterations] == [0.3, 0.9]
+    llm_calls = [
+        name
+        for name in (
+            "elicit_criteria",
+            "author_reward",
+            "author_judge",
+            "review_reward",
+            "fix_code",
+            "revise_reward",
+        )
+        for _ in script.calls.get(name, [])
+    ]
+    # elicit, author, judge author, 2 reviews, 1 reward fix + 1 judge fix, 1 revision.
+    assert sorted(llm_calls) == sorted(
+        [
+            "elicit_criteria",
+            "author_reward",
+            "author_judge",
+            "review_reward",
+            "review_reward",
+            "fix_code",
+            "fix_code",
+            "revise_reward",
+        ]
+    )
+    # The reviewed code is what got validated; after the error, the fix was validated.
+    first, second = script.calls["validate_reward"][:2]
+    assert first.reward_key.endswith(".reviewed")
+    assert second.reward_key == first.reward_key + ".fix1"
+    fixes = {f.kind: f for f in script.calls["fix_code"]}
+    assert "NameError" in fixes["reward"].error and "KeyError" in fixes["judge"].error
+    # The judge code (its fixed version) judged every run.
+    assert {j.judge_key for j in script.calls["judge_rollout"]} == {
+        f"sessions/{result.session_id}/judge_fn.py.fix1"
+    }
+    assert result.llm_usage.calls == 8
+    assert result.llm_usage.input_tokens == 800 and result.llm_usage.output_tokens == 400
+    assert result.llm_usage.cost_usd == pytest.approx(0.08)
+    assert sum(r.llm_usage.calls for r in result.iterations) == 8
+    assert result.iterations[0].review_notes == "sign of ctrl"
+    assert result.training_seconds == 120.0
+
+
+async def test_code_that_still_fails_after_five_attempts_quotes_the_last_error(
+    temporal_env, queue_prefix
+):
+    errors = [f"reward_fn.py line 3: error number {i}" for i in range(1, 6)]
+    script = Script(scores=[1.0], validate_errors=errors)
+    with pytest.raises(WorkflowFailureError) as info:
+        await run_session(temporal_env, queue_prefix, script, llm_model="gpt-5")
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "RewardInvalid"
+    assert cause.non_retryable and "after 5 attempts" in cause.message
+    assert "error number 5" in cause.message
+    assert len(script.calls["fix_code"]) == 4
+    assert "train_policy" not in script.calls
+
+
+async def test_candidates_train_side_by_side_and_the_best_mean_wins(temporal_env, queue_prefix):
+    # Runs are judged in start order: candidate 0 seeds (0.2, 0.4), candidate 1 (0.9, 0.5).
+    script = Script(scores=[0.2, 0.4, 0.9, 0.5])
+    result = await run_session(
+        temporal_env,
+        queue_prefix,
+        script,
+        max_iterations=1,
+        candidates=2,
+        seeds=2,
+        pass_threshold=0.95,
+        llm_model="gemini-2.5-pro",
+    )
+    assert sorted(t.run_name for t in script.calls["train_policy"]) == [
+        "c0_default_seed_0",
+        "c0_default_seed_1",
+        "c1_default_seed_0",
+        "c1_default_seed_1",
+    ]
+    assert len(script.calls["author_reward"]) == 2
+    record = result.iterations[0]
+    assert record.candidates == 2 and record.runs == 4
+
+
+async def test_llm_spend_cap_ends_the_session_keeping_the_best_policy(temporal_env, queue_prefix):
+    # 0.01 per call: elicit + author + judge + review = 0.04 before training, then 0.05 with
+    # the revision; a cap of 0.045 lets iteration 1 train and stops before iteration 2 trains.
+    script = Script(scores=[0.3, 0.9], cost_per_call=0.01)
+    result = await run_session(
+        temporal_env,
+        queue_prefix,
+        script,
+        max_iterations=3,
+        llm_model="claude-sonnet-4-5",
+        max_llm_cost_usd=0.045,
+    )
+    assert result.status == "budget_exhausted" and not result.passed
+    assert len(result.iterations) == 1 and result.best_iteration == 1
+    assert result.best.best_run.model_key.endswith("iter_1/c0_default_seed_0/model.zip")
+    assert "max_llm_cost_usd" in result.note
+    assert len(script.calls["train_policy"]) == 1
+
+
+async def test_training_time_cap_ends_the_session(temporal_env, queue_prefix):
+    script = Script(scores=[0.1, 0.1, 0.1])
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=3, max_training_minutes=1.5
+    )
+    # Each stand-in run reports 60 s: the cap is reached after the second iteration.
+    assert result.status == "budget_exhausted"
+    assert len(result.iterations) == 2 and "max_training_minutes" in result.note

@@ -1,0 +1,88 @@
+"""Loading LLM-written judge code and checking what it returns: run inside a child process only.
+
+The contract (DESIGN.md): `judge_fn(trajectory) -> {"score": float in [0, 1], "criteria":
+{name: score}, "diagnosis": str, "failure_tags": [str]}`; the trajectory is a dict of read-only
+numpy arrays (the evaluation .npz). Errors are one line a person or the fixer can act on.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+class JudgeLoadError(ValueError):
+    """Judge code that cannot be used, or returned something outside the contract."""
+
+
+def load_judge(source: str, filename: str = "judge_fn.py") -> Callable[[dict], Any]:
+    try:
+        code = compile(source, filename, "exec")
+    except SyntaxError as exc:
+        raise JudgeLoadError(f"{filename} does not parse: line {exc.lineno}: {exc.msg}") from None
+    namespace: dict[str, Any] = {"__name__": "judge_module"}
+    try:
+        exec(code, namespace)
+    except Exception as exc:  # noqa: BLE001 - any failure of generated code is reported
+        raise JudgeLoadError(f"{filename} failed to load: {type(exc).__name__}: {exc}") from None
+    fn = namespace.get("judge_fn")
+    if not callable(fn):
+        raise JudgeLoadError(f"{filename} defines no judge_fn(trajectory)")
+    return fn
+
+
+def load_trajectory(src: bytes | str | Path) -> dict[str, np.ndarray]:
+    """The evaluation .npz as a dict of read-only arrays (judge code cannot alter the record)."""
+    with np.load(io.BytesIO(src) if isinstance(src, bytes) else src, allow_pickle=False) as npz:
+        data = {k: np.array(npz[k]) for k in npz.files}
+    for arr in data.values():
+        arr.setflags(write=False)
+    return data
+
+
+def _unit(value: Any, what: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise JudgeLoadError(f"{what} must be a number in [0, 1]; got {value!r:.60}") from None
+    if not math.isfinite(x) or not -1e-6 <= x <= 1 + 1e-6:
+        raise JudgeLoadError(f"{what} must be in [0, 1]; got {x}")
+    return min(max(x, 0.0), 1.0)
+
+
+def check_judgment(out: Any, criteria: list[str]) -> dict[str, Any]:
+    """The judge's answer, normalised; JudgeLoadError saying what is wrong with it."""
+    if not isinstance(out, dict):
+        raise JudgeLoadError(
+            "judge_fn must return a dict with score, criteria, diagnosis, failure_tags; "
+            f"got {type(out).__name__}"
+        )
+    missing = [k for k in ("score", "criteria", "diagnosis") if k not in out]
+    if missing:
+        raise JudgeLoadError(f"judge_fn's result lacks {missing}; it has {sorted(out)}")
+    scores = out["criteria"]
+    if not isinstance(scores, dict):
+        raise JudgeLoadError(f"judge_fn's 'criteria' must be a dict; got {type(scores).__name__}")
+    absent = [name for name in criteria if name not in scores]
+    if absent:
+        raise JudgeLoadError(
+            f"judge_fn's 'criteria' lacks {absent}; score every criterion by its name"
+        )
+    tags = out.get("failure_tags") or []
+    if not isinstance(tags, list | tuple):
+        raise JudgeLoadError(f"judge_fn's 'failure_tags' must be a list; got {type(tags).__name__}")
+    return {
+        "score": _unit(out["score"], "judge_fn's 'score'"),
+        "criteria": {str(k): _unit(v, f"criterion {k!r}") for k, v in scores.items()},
+        "diagnosis": " ".join(str(out["diagnosis"]).split())[:800],
+        "failure_tags": [str(t)[:40] for t in list(tags)[:10]],
+    }
+
+
+def run_judge(source: str, filename: str, trajectory: dict[str, np.ndarray], criteria: list[str]):
+    return check_judgment(load_judge(source, filename)(trajectory), criteria)

@@ -1,0 +1,85 @@
+"""The intent elicitor: a sentence -> 3-8 measurable behavioural criteria."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from activities.llm.agents.common import ask, render_prompt
+from activities.llm.agents.context import env_text, intent_text, join
+from activities.llm.providers.base import ToolSpec
+from workflows.models import Criterion, LLMCall
+
+MIN_CRITERIA, MAX_CRITERIA = 3, 8
+
+SUBMIT_CRITERIA = ToolSpec(
+    name="submit_criteria",
+    description="Submit the behavioural criteria for the intent.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "criteria": {
+                "type": "array",
+                "minItems": MIN_CRITERIA,
+                "maxItems": MAX_CRITERIA,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "description": {"type": "string"},
+                        "measure": {"type": "string"},
+                        "target": {"type": "number"},
+                        "direction": {"type": "string", "enum": ["at_least", "at_most", "near"]},
+                        "tolerance": {"type": "number"},
+                    },
+                    "required": ["name", "description", "measure", "target", "direction"],
+                },
+            }
+        },
+        "required": ["criteria"],
+    },
+)
+
+
+def elicit(prompt: str, env_id: str, model: str) -> tuple[list[Criterion], LLMCall]:
+    system = render_prompt("elicitor", judge_contract=render_prompt("judge_contract"))
+    answer = ask(
+        "elicitor",
+        model,
+        system=system,
+        user=join(intent_text(prompt), env_text(env_id)),
+        tool=SUBMIT_CRITERIA,
+    )
+    return parse_criteria(answer.arguments.get("criteria")), answer.call
+
+
+def parse_criteria(raw: Any) -> list[Criterion]:
+    """Validated criteria; a retryable LLMBadAnswer when the model's list is unusable."""
+    if not isinstance(raw, list):
+        raise ApplicationError("elicitor: the answer has no criteria list", type="LLMBadAnswer")
+    out: list[Criterion] = []
+    for item in raw:
+        try:
+            out.append(
+                Criterion(
+                    name=str(item["name"]).strip().replace(" ", "_"),
+                    description=str(item["description"]).strip(),
+                    measure=str(item.get("measure", "")).strip(),
+                    target=float(item["target"]),
+                    direction=item.get("direction", "at_least"),
+                    tolerance=float(item.get("tolerance") or 0.0),
+                )
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ApplicationError(
+                f"elicitor: criterion {item!r:.120} is malformed ({exc})", type="LLMBadAnswer"
+            ) from None
+    names = [c.name for c in out]
+    if not MIN_CRITERIA <= len(out) <= MAX_CRITERIA or len(set(names)) != len(names):
+        raise ApplicationError(
+            f"elicitor: expected {MIN_CRITERIA}-{MAX_CRITERIA} uniquely named criteria, got "
+            f"{names}",
+            type="LLMBadAnswer",
+        )
+    return out

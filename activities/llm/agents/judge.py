@@ -1,0 +1,37 @@
+"""The judge author: intent + criteria -> judge_fn(trajectory) code, once per session."""
+
+from __future__ import annotations
+
+from activities.llm.agents.common import ask, clean_code, render_prompt, require
+from activities.llm.agents.context import criteria_text, env_text, intent_text, join
+from activities.llm.providers.base import ToolSpec
+from workflows.models import Criterion, LLMCall
+
+SUBMIT_JUDGE = ToolSpec(
+    name="submit_judge",
+    description="Submit the judge module defining judge_fn(trajectory).",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "the whole Python module"},
+            "summary": {"type": "string"},
+        },
+        "required": ["code"],
+    },
+)
+
+
+def author_judge(
+    prompt: str, env_id: str, criteria: list[Criterion], model: str
+) -> tuple[str, str, LLMCall]:
+    """(code, one-line summary, call)."""
+    answer = ask(
+        "judge_author",
+        model,
+        system=render_prompt("judge_author", judge_contract=render_prompt("judge_contract")),
+        user=join(intent_text(prompt), env_text(env_id), criteria_text(criteria)),
+        tool=SUBMIT_JUDGE,
+    )
+    code = clean_code(require(answer.arguments, "code", str, "judge_author"))
+    summary = " ".join(str(answer.arguments.get("summary") or "").split())[:300]
+    return code, summary, answer.call

@@ -1,0 +1,1 @@
+"""LLM providers behind one interface: Anthropic, OpenAI, Gemini, OpenAI-compatible servers."""

@@ -1,0 +1,109 @@
+"""The provider-neutral chat interface every agent talks to.
+
+Agents build `Message`s and `ToolSpec`s and read `Completion`s; each provider module maps these
+onto its SDK. Keys are read by the provider from the environment inside the worker, never passed
+in workflow payloads, never logged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the model may call; `input_schema` is a JSON Schema object."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+    name: str = ""  # the tool's name (Gemini matches results by name, not id)
+
+
+@dataclass(frozen=True)
+class Media:
+    """An image or video attached to a user turn (e.g. image/png, video/mp4)."""
+
+    mime_type: str
+    data: bytes
+
+    @property
+    def kind(self) -> Literal["image", "video"]:
+        return "video" if self.mime_type.startswith("video/") else "image"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn. Assistant turns may carry tool calls; tool turns carry their results."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+    media: tuple[Media, ...] = ()
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+        )
+
+
+StopReason = Literal["end", "tool_use", "max_tokens", "refusal", "other"]
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    stop_reason: StopReason = "end"
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    """Messages in; text and tool calls out, with token usage.
+
+    Implementations turn provider errors into `ApplicationError`s (see `errors.py`): rate limits,
+    5xx, timeouts and connection failures stay retryable, honouring Retry-After through
+    `next_retry_delay`; auth and invalid-request errors are non-retryable and carry the
+    provider's message. SDK-internal retries are off: Temporal retries the activity.
+    """
+
+    name: str  # "anthropic", "openai", "gemini", "openai-compatible"
+    model: str
+    accepts_media: frozenset[str]  # {"image"}, {"image", "video"} or empty
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        tools: list[ToolSpec] | None = None,
+        max_tokens: int = 4096,
+        temperature: float | None = 0.0,
+    ) -> Completion: ...

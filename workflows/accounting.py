@@ -1,0 +1,45 @@
+"""LLM spend and training time of a session, and the caps that end it (workflow-safe)."""
+
+from __future__ import annotations
+
+from workflows.models import LLMCall, LLMUsage, SessionInput
+
+
+class BudgetExhausted(Exception):
+    """A cap was reached: the session ends with status budget_exhausted, keeping its best."""
+
+
+class Accounting:
+    def __init__(self, inp: SessionInput) -> None:
+        self.inp = inp
+        self.session = LLMUsage()
+        self.iteration = LLMUsage()
+        self.training_seconds = 0.0
+        self.iteration_training_seconds = 0.0
+
+    def new_iteration(self) -> None:
+        self.iteration = LLMUsage()
+        self.iteration_training_seconds = 0.0
+
+    def llm(self, call: LLMCall | None) -> None:
+        self.session = self.session.add(call)
+        self.iteration = self.iteration.add(call)
+
+    def training(self, seconds: float) -> None:
+        self.training_seconds += seconds
+        self.iteration_training_seconds += seconds
+
+    def check(self) -> None:
+        """Raise BudgetExhausted when a cap is reached; called between stages."""
+        cap = self.inp.max_llm_cost_usd
+        if cap is not None and self.session.cost_usd >= cap:
+            raise BudgetExhausted(
+                f"LLM spend ${self.session.cost_usd:.4f} reached the cap of ${cap:.4f} "
+                "(max_llm_cost_usd)"
+            )
+        minutes = self.inp.max_training_minutes
+        if minutes is not None and self.training_seconds >= minutes * 60:
+            raise BudgetExhausted(
+                f"training time {self.training_seconds / 60:.1f} min reached the cap of "
+                f"{minutes:g} min (max_training_minutes)"
+            )

@@ -1,0 +1,251 @@
+"""The activity calls of a session, one method per step, for `SessionWorkflow`.
+
+Activities are called by name so that this module imports nothing heavy and tests can register
+stand-ins under the same names. Every LLM activity's accounting goes through `Accounting`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.accounting import Accounting
+    from workflows.models import (
+        MAX_FIX_ATTEMPTS,
+        Criterion,
+        EvalRequest,
+        EvalResult,
+        FixRequest,
+        FixResult,
+        JudgeCode,
+        JudgeRequest,
+        Judgment,
+        RewardArtifact,
+        SessionInput,
+        Stage,
+        TrainRequest,
+        TrainResult,
+        ValidateJudgeRequest,
+        ValidateRequest,
+        ValidateResult,
+        task_queue,
+    )
+
+T = TypeVar("T")
+
+LLM_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=2))
+TRAIN_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=5))
+SHORT_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
+# Above the providers' own 300 s request timeout (POLICYFORGE_LLM_TIMEOUT_S).
+LLM_TIMEOUT = timedelta(minutes=6)
+
+
+def train_timeout(timesteps: int) -> timedelta:
+    # Generous: a slow laptop does ~300 steps/s on the heaviest envs; heartbeats catch hangs.
+    return timedelta(seconds=600 + timesteps / 100)
+
+
+class Steps:
+    def __init__(
+        self,
+        inp: SessionInput,
+        session_id: str,
+        offline: bool,
+        accounting: Accounting,
+        stage: Callable[[Stage], None],
+    ) -> None:
+        self.inp = inp
+        self.session_id = session_id
+        self.offline = offline
+        self.accounting = accounting
+        self.stage = stage
+
+    def queue(self, pool: str) -> str:
+        return task_queue(pool, self.inp.queue_prefix)  # type: ignore[arg-type]
+
+    async def llm(self, name: str, arg: Any, result_type: type[T]) -> T:
+        """One LLM activity; its call's tokens and cost are counted."""
+        result = await workflow.execute_activity(
+            name,
+            arg,
+            result_type=result_type,
+            task_queue=self.queue("llm"),
+            start_to_close_timeout=LLM_TIMEOUT,
+            retry_policy=LLM_RETRY,
+        )
+        self.accounting.llm(getattr(result, "usage", None))
+        return result
+
+    # --- validate and fix --------------------------------------------------------------------
+
+    async def valid_reward(
+        self, iteration: int, candidate: int, reward: RewardArtifact, criteria: list[Criterion]
+    ) -> RewardArtifact:
+        """Validate on real env steps; on error the LLM fixes it, at most MAX_FIX_ATTEMPTS runs."""
+        for attempt in range(1, MAX_FIX_ATTEMPTS + 1):
+            self.stage("validating")
+            check = await workflow.execute_activity(
+                "validate_reward",
+                ValidateRequest(env_id=self.inp.env_id, reward_key=reward.key),
+                result_type=ValidateResult,
+                task_queue=self.queue("train"),
+                start_to_close_timeout=timedelta(minutes=3),
+                retry_policy=SHORT_RETRY,
+            )
+            if check.ok:
+                return reward
+            error = check.error or "unknown error"
+            if self.offline or attempt == MAX_FIX_ATTEMPTS:
+                tries = "" if self.offline else f" after {attempt} attempts"
+                raise ApplicationError(
+                    f"reward code for iteration {iteration} does not run{tries}: {error}",
+                    type="RewardInvalid",
+                    non_retryable=True,
+                )
+            self.stage("fixing")
+            fixed = await self.llm(
+                "fix_code",
+                self._fix_request(
+                    "reward", iteration, candidate, reward.key, error, attempt, criteria
+                ),
+                FixResult,
+            )
+            reward = reward.model_copy(
+                update={
+                    "key": fixed.key,
+                    "latex": fixed.latex or reward.latex,
+                    "terms": fixed.terms or reward.terms,
+                    "summary": fixed.summary or reward.summary,
+                    "template": None,
+                    "params": {},
+                }
+            )
+        raise AssertionError("unreachable")
+
+    async def valid_judge(
+        self, judge: JudgeCode, reward_key: str, criteria: list[Criterion]
+    ) -> JudgeCode:
+        """Run the judge code on a random episode; on error the LLM fixes it (bounded)."""
+        for attempt in range(1, MAX_FIX_ATTEMPTS + 1):
+            self.stage("validating")
+            check = await workflow.execute_activity(
+                "validate_judge",
+                ValidateJudgeRequest(
+                    env_id=self.inp.env_id,
+                    judge_key=judge.key,
+                    reward_key=reward_key,
+                    criteria=[c.name for c in criteria],
+                ),
+                result_type=ValidateResult,
+                task_queue=self.queue("train"),
+                start_to_close_timeout=timedelta(minutes=3),
+                retry_policy=SHORT_RETRY,
+            )
+            if check.ok:
+                return judge
+            error = check.error or "unknown error"
+            if attempt == MAX_FIX_ATTEMPTS:
+                raise ApplicationError(
+                    f"judge code does not run after {attempt} attempts: {error}",
+                    type="JudgeInvalid",
+                    non_retryable=True,
+                )
+            self.stage("fixing")
+            fixed = await self.llm(
+                "fix_code",
+                self._fix_request("judge", 1, 0, judge.key, error, attempt, criteria),
+                FixResult,
+            )
+            judge = JudgeCode(key=fixed.key, summary=judge.summary)
+        raise AssertionError("unreachable")
+
+    def _fix_request(
+        self,
+        kind: str,
+        iteration: int,
+        candidate: int,
+        key: str,
+        error: str,
+        attempt: int,
+        criteria: list[Criterion],
+    ) -> FixRequest:
+        return FixRequest(
+            session_id=self.session_id,
+            iteration=iteration,
+            candidate=candidate,
+            kind=kind,  # type: ignore[arg-type]
+            prompt=self.inp.prompt,
+            env_id=self.inp.env_id,
+            llm_model=self.inp.llm_model,
+            code_key=key,
+            error=error,
+            attempt=attempt,
+            criteria=criteria,
+        )
+
+    # --- train, evaluate, judge --------------------------------------------------------------
+
+    async def train(
+        self, iteration: int, run_name: str, reward: RewardArtifact, timesteps: int, seed: int
+    ) -> TrainResult:
+        trained = await workflow.execute_activity(
+            "train_policy",
+            TrainRequest(
+                session_id=self.session_id,
+                iteration=iteration,
+                run_name=run_name,
+                env_id=self.inp.env_id,
+                reward_key=reward.key,
+                timesteps=timesteps,
+                seed=seed,
+            ),
+            result_type=TrainResult,
+            task_queue=self.queue("train"),
+            start_to_close_timeout=train_timeout(timesteps),
+            heartbeat_timeout=timedelta(seconds=60),
+            retry_policy=TRAIN_RETRY,
+        )
+        self.accounting.training(trained.wall_seconds)
+        return trained
+
+    async def evaluate(self, reward: RewardArtifact, trained: TrainResult, seed: int) -> EvalResult:
+        return await workflow.execute_activity(
+            "evaluate_policy",
+            EvalRequest(
+                env_id=self.inp.env_id,
+                reward_key=reward.key,
+                run_prefix=trained.run_prefix,
+                model_key=trained.model_key,
+                vecnormalize_key=trained.vecnormalize_key,
+                seed=seed,
+                max_steps=self.inp.eval_max_steps,
+            ),
+            result_type=EvalResult,
+            task_queue=self.queue("train"),
+            start_to_close_timeout=timedelta(minutes=10),
+            retry_policy=TRAIN_RETRY,
+        )
+
+    async def judge(
+        self, evaluated: EvalResult, criteria: list[Criterion], judge: JudgeCode | None
+    ) -> Judgment:
+        return await workflow.execute_activity(
+            "judge_rollout",
+            JudgeRequest(
+                env_id=self.inp.env_id,
+                trajectory_key=evaluated.trajectory_key,
+                criteria=criteria,
+                pass_threshold=self.inp.pass_threshold,
+                judge_key=judge.key if judge else None,
+            ),
+            result_type=Judgment,
+            task_queue=self.queue("judge"),
+            start_to_close_timeout=timedelta(minutes=5),
+            retry_policy=SHORT_RETRY,
+        )
