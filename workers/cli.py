@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from workflows.models import ENV_IDS, OFFLINE_MODEL, SessionResult, input_errors, task_queue
+from workflows.models import ENV_IDS, SessionResult, input_errors, task_queue
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,6 +58,20 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=int, default=None, help="training runs per iteration")
     p.add_argument("--pass-threshold", type=float, default=None)
     p.add_argument("--llm", dest="llm_model", default=None, help="model name, or 'offline'")
+    p.add_argument("--candidates", type=int, default=None, help="reward candidates per iteration")
+    p.add_argument(
+        "--max-llm-cost",
+        type=float,
+        default=None,
+        dest="max_llm_cost_usd",
+        help="end the session when LLM spend reaches this many USD",
+    )
+    p.add_argument(
+        "--max-training-minutes",
+        type=float,
+        default=None,
+        help="end the session when training has used this many minutes",
+    )
     p.add_argument(
         "--eval-steps",
         type=int,
@@ -81,6 +95,9 @@ def session_input(args: argparse.Namespace) -> dict[str, Any]:
         ("seeds", args.seeds),
         ("pass_threshold", args.pass_threshold),
         ("eval_max_steps", args.eval_max_steps),
+        ("candidates", args.candidates),
+        ("max_llm_cost_usd", args.max_llm_cost_usd),
+        ("max_training_minutes", args.max_training_minutes),
     ):
         if value is not None:
             data[field] = value
@@ -89,16 +106,24 @@ def session_input(args: argparse.Namespace) -> dict[str, Any]:
 
 def check_input(data: dict[str, Any]) -> None:
     """Validate before connecting: bad input never reaches the server."""
-    errors = input_errors(data)
-    if not errors and data["llm_model"] == OFFLINE_MODEL:
-        from temporalio.exceptions import ApplicationError
+    from temporalio.exceptions import ApplicationError
 
+    from activities.llm.provider import check_model, is_offline
+
+    errors = input_errors(data)
+    if not errors and is_offline(data["llm_model"]):
         from activities.llm.offline import match_intent
 
         try:
             match_intent(data["prompt"], data["env_id"])
         except ApplicationError as exc:
             errors.append(f"prompt: {exc.message}")
+    elif not errors:
+        try:
+            check_model(data["llm_model"])  # unknown model, or its key is not set
+        except ApplicationError as exc:
+            message = exc.message
+            errors.append(message if message.startswith("llm_model") else f"--llm: {message}")
     if errors:
         raise SystemExit("error: " + "; ".join(errors))
 
@@ -154,7 +179,7 @@ async def show_status(session_id: str, as_json: bool) -> None:
 
     from workers.client import connect
     from workers.settings import Settings
-    from workers.watch import live_timesteps, query_status, report
+    from workers.watch import live_timesteps, query_status, report, usage_line
 
     settings = Settings()
     client = await connect(settings)
@@ -191,6 +216,7 @@ async def show_status(session_id: str, as_json: bool) -> None:
         )
         if status.stage in ("training", "evaluating", "judging"):
             console.print(f"  timesteps {status.timesteps_done:,} / {status.timesteps_target:,}")
+        console.print(f"  {usage_line(status.llm_usage, status.training_seconds)}")
         for rec in status.iterations:
             console.print(f"  iter {rec.iteration}: score {rec.score:.2f}  {rec.diagnosis}")
     console.print(f"  {settings.ui_link(session_id)}")

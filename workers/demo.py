@@ -77,6 +77,8 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
 def _save_outputs(result, out: Path) -> list[Path]:
     from activities.artifacts import ArtifactStore
 
+    if result.best is None:
+        return []
     store = ArtifactStore()
     run = result.best.best_run
     wanted = {

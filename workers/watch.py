@@ -7,11 +7,12 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 
-from workflows.models import SessionResult, SessionStatus
+from workflows.models import LLMUsage, SessionResult, SessionStatus
 
 
 async def live_timesteps(handle: WorkflowHandle) -> tuple[int | None, Any]:
@@ -74,6 +75,21 @@ async def follow(handle: WorkflowHandle, console: Console, poll_s: float = 1.0) 
     return await handle.result()
 
 
+def usage_line(usage: LLMUsage, training_seconds: float) -> str:
+    """'LLM: 8 calls, 12,345 in / 3,210 out tokens, ~$0.0812; training 3.2 min'."""
+    if usage.calls == 0:
+        llm = "LLM: no calls"
+    else:
+        cost = f"~${usage.cost_usd:.4f}"
+        if usage.unpriced_calls:
+            cost += f" (+{usage.unpriced_calls} calls with no known price)"
+        llm = (
+            f"LLM: {usage.calls} calls, {usage.input_tokens:,} in / {usage.output_tokens:,} out "
+            f"tokens, {cost}"
+        )
+    return f"{llm}; training {training_seconds / 60:.1f} min"
+
+
 def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -> None:
     table = Table(title=f"session {result.session_id}", show_lines=False)
     for col in ("iter", "timesteps", "score", "passed", "diagnosis"):
@@ -84,10 +100,21 @@ def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -
             f"{rec.timesteps:,}",
             f"{rec.score:.2f}",
             "yes" if rec.passed else "no",
-            rec.diagnosis + (f"\n(changed: {rec.changes})" if rec.changes else ""),
+            escape(rec.diagnosis + (f"\n(changed: {rec.changes})" if rec.changes else "")),
         )
     console.print(table)
-    verdict = "[green]PASSED[/green]" if result.passed else "[yellow]NOT PASSED[/yellow]"
+    verdict = {
+        "passed": "[green]PASSED[/green]",
+        "not_passed": "[yellow]NOT PASSED[/yellow]",
+        "budget_exhausted": "[yellow]BUDGET EXHAUSTED[/yellow]",
+    }[result.status]
+    if result.note:
+        console.print(f"{verdict}  {escape(result.note)}")
+    console.print(f"  {usage_line(result.llm_usage, result.training_seconds)}")
+    if result.best is None or result.best_score is None:
+        console.print(f"no iteration was judged  (author: {result.model_label})")
+        console.print(f"  Temporal UI {ui_link}")
+        return
     best = result.best.best_run
     console.print(
         f"{verdict}  best iteration {result.best_iteration}, score {result.best_score:.2f}"

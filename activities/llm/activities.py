@@ -41,7 +41,9 @@ JUDGE_FILE = "judge_fn.py"
 def reward_key(session_id: str, iteration: int, candidate: int = 0, version: str = "") -> str:
     """iter_<n>/reward_fn.py for the first candidate, reward_fn_c<k>.py for the others; a
     version suffix (reviewed, fix2) keeps every rewrite next to the original."""
-    stem = "reward_fn" + (f"_c{candidate}" if candidate else "") + (f".{version}" if version else "")
+    stem = (
+        "reward_fn" + (f"_c{candidate}" if candidate else "") + (f".{version}" if version else "")
+    )
     return iteration_prefix(session_id, iteration) + stem + ".py"
 
 
@@ -143,7 +145,7 @@ def review_reward(req: ReviewRequest) -> ReviewResult:
 @activity.defn(name="fix_code")
 def fix_code(req: FixRequest) -> FixResult:
     _llm_only("fix_code", req.llm_model)
-    log = activity_logger(req.iteration, env_id=req.env_id, kind=req.kind, attempt=req.attempt)
+    log = activity_logger(req.iteration, env_id=req.env_id, kind=req.kind, fix_attempt=req.attempt)
     store = ArtifactStore()
     code = store.get_text(req.code_key)
     args, call = fixer.fix(

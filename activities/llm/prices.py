@@ -10,11 +10,12 @@ from __future__ import annotations
 # prefix -> (input, output) USD per 1M tokens, list prices as published by the providers.
 PRICES: dict[str, tuple[float, float]] = {
     "claude-opus-4-5": (5.0, 25.0),
-    "claude-opus-4": (15.0, 75.0),
+    "claude-opus-4-1": (15.0, 75.0),
+    "claude-opus-4-0": (15.0, 75.0),
     "claude-sonnet-4": (3.0, 15.0),
-    "claude-haiku-4": (1.0, 5.0),
-    "claude-3-5-haiku": (0.8, 4.0),
-    "claude-3-7-sonnet": (3.0, 15.0),
+    "claude-haiku-4-5": (1.0, 5.0),
+    "gpt-5.2": (1.75, 14.0),
+    "gpt-5.1": (1.25, 10.0),
     "gpt-5-nano": (0.05, 0.4),
     "gpt-5-mini": (0.25, 2.0),
     "gpt-5": (1.25, 10.0),
@@ -26,7 +27,6 @@ PRICES: dict[str, tuple[float, float]] = {
     "o4-mini": (1.1, 4.4),
     "o3-mini": (1.1, 4.4),
     "o3": (2.0, 8.0),
-    "o1": (15.0, 60.0),
     "gemini-2.5-pro": (1.25, 10.0),
     "gemini-2.5-flash-lite": (0.1, 0.4),
     "gemini-2.5-flash": (0.3, 2.5),
@@ -35,8 +35,16 @@ PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+def _matches(model: str, prefix: str) -> bool:
+    # A prefix covers the model itself, its dated snapshots and point releases ("-..."), never
+    # a different model that merely starts the same ("gpt-5.4" is not "gpt-5").
+    if prefix.endswith(":"):
+        return model.startswith(prefix)
+    return model == prefix or model.startswith(prefix + "-")
+
+
 def price_of(model: str) -> tuple[float, float] | None:
-    matches = [p for p in PRICES if model.startswith(p)]
+    matches = [p for p in PRICES if _matches(model, p)]
     return PRICES[max(matches, key=len)] if matches else None
 
 

@@ -48,4 +48,5 @@ def keys_present() -> list[str]:
     """Names (never values) of the provider key variables that are set and non-empty."""
     from activities.llm.providers.registry import KEY_VARS
 
-    return [var for var in KEY_VARS if os.environ.get(var, "").strip()]
+    names = [var for vars_ in KEY_VARS.values() for var in vars_]
+    return [var for var in dict.fromkeys(names) if os.environ.get(var, "").strip()]

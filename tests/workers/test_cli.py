@@ -73,3 +73,22 @@ def test_train_rejects_a_reward_file_that_does_not_parse(tmp_path: Path):
 def test_train_rejects_unknown_env_and_missing_file(tmp_path: Path):
     line = one_line_error(run_cli("train", str(tmp_path / "nope.py"), "--env", "Nope-v1"))
     assert "--env: unknown environment 'Nope-v1'" in line and "does not exist" in line
+
+
+def test_run_with_a_model_whose_key_is_missing_names_the_variable():
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    proc = subprocess.run(
+        [*CLI, "run", "run forward", "--env", "HalfCheetah-v5", "--llm", "claude-sonnet-4-6"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "TEMPORAL_ADDRESS": f"127.0.0.1:{free_port()}"},
+    )
+    line = one_line_error(proc)
+    assert "ANTHROPIC_API_KEY" in line and "no Temporal server" not in line
+
+
+def test_run_with_an_unknown_model_says_which_names_work():
+    proc = run_cli("run", "run forward", "--env", "HalfCheetah-v5", "--llm", "llama3")
+    line = one_line_error(proc)
+    assert "llm_model: unknown model 'llama3'" in line and "openai-compatible:" in line

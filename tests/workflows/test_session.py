@@ -345,7 +345,7 @@ async def test_llm_session_calls_agents_in_order_fixes_and_counts_tokens(
         review_corrects=True,
     )
     result = await run_session(
-        temporal_env, queue_prefix, script, max_iterations=3, llm_model="claude-sonnet-4-5"
+        temporal_env, queue_prefix, script, max_iterations=3, llm_model="claude-sonnet-4-6"
     )
     assert result.passed and [r.score for r in result.iterations] == [0.3, 0.9]
     llm_calls = [
@@ -439,7 +439,7 @@ async def test_llm_spend_cap_ends_the_session_keeping_the_best_policy(temporal_e
         queue_prefix,
         script,
         max_iterations=3,
-        llm_model="claude-sonnet-4-5",
+        llm_model="claude-sonnet-4-6",
         max_llm_cost_usd=0.045,
     )
     assert result.status == "budget_exhausted" and not result.passed

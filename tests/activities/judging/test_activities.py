@@ -46,9 +46,9 @@ def test_registered_name():
     assert [fn.__temporal_activity_definition.name for fn in JUDGE_ACTIVITIES] == ["judge_rollout"]
 
 
-def test_judge_rollout_judges_and_stores_the_judgment(store: dict[str, bytes]):
+async def test_judge_rollout_judges_and_stores_the_judgment(store: dict[str, bytes]):
     store[TRAJ] = synthetic("HalfCheetah-v5", 100, vx=0.3)
-    judgment = ActivityEnvironment().run(judge_rollout, _request())
+    judgment = await ActivityEnvironment().run(judge_rollout, _request())
     assert isinstance(judgment, Judgment) and not judgment.passed
     assert "too_slow" in judgment.failure_tags
     key = judgment_key(TRAJ)
@@ -56,9 +56,9 @@ def test_judge_rollout_judges_and_stores_the_judgment(store: dict[str, bytes]):
     assert json.loads(store[key])["score"] == judgment.score
 
 
-def test_an_unreadable_trajectory_is_non_retryable(store: dict[str, bytes]):
+async def test_an_unreadable_trajectory_is_non_retryable(store: dict[str, bytes]):
     store[TRAJ] = b"not an npz"
     with pytest.raises(ApplicationError) as info:
-        ActivityEnvironment().run(judge_rollout, _request())
+        await ActivityEnvironment().run(judge_rollout, _request())
     assert info.value.type == "TrajectoryInvalid" and info.value.non_retryable
     assert TRAJ in info.value.message

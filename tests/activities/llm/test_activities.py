@@ -41,7 +41,14 @@ def _author(prompt: str = "run forward as fast as possible", model: str = "offli
 
 def test_registered_names():
     names = {fn.__temporal_activity_definition.name for fn in LLM_ACTIVITIES}
-    assert names == {"author_reward", "revise_reward"}
+    assert names == {
+        "elicit_criteria",
+        "author_reward",
+        "author_judge",
+        "review_reward",
+        "fix_code",
+        "revise_reward",
+    }
 
 
 def test_author_uploads_reward_code(store: dict[str, str]):
@@ -53,13 +60,15 @@ def test_author_uploads_reward_code(store: dict[str, str]):
     assert result.criteria[0].metric == "mean_x_velocity"
 
 
-def test_author_refusals_are_non_retryable(store: dict[str, str]):
+def test_author_refusals_are_non_retryable(store: dict[str, str], monkeypatch: pytest.MonkeyPatch):
     with pytest.raises(ApplicationError) as info:
         _author("do a backflip")
     assert info.value.type == "IntentNotSupported" and info.value.non_retryable
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ApplicationError) as info:
-        _author(model="claude-sonnet-4-5")
-    assert info.value.type == "ProviderUnavailable" and info.value.non_retryable
+        _author(model="claude-sonnet-4-6")
+    assert info.value.type == "LLMAuthError" and info.value.non_retryable
+    assert "ANTHROPIC_API_KEY" in info.value.message
     assert store == {}
 
 

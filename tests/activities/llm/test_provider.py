@@ -1,51 +1,36 @@
-"""Model names, the default model, and the provider interface's shape."""
+"""Model names as the CLI and the workflow see them: offline, labels, up-front checks, prices."""
 
 from __future__ import annotations
 
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.llm.offline import OfflineAuthor
+from activities.llm.prices import estimate_cost, price_of
 from activities.llm.provider import (
-    PROVIDER_KEYS,
-    Completion,
-    LLMProvider,
-    Message,
-    Usage,
+    check_model,
     default_model,
-    get_author,
+    is_offline,
     keys_present,
     model_label,
-    resolve_model,
 )
+from activities.llm.providers.registry import KEY_VARS
 from workflows.models import OFFLINE_LABEL
 
-ALL_KEYS = [var for vars_ in PROVIDER_KEYS.values() for var in vars_]
+ALL_KEYS = sorted({var for vars_ in KEY_VARS.values() for var in vars_})
 
 
 @pytest.fixture
 def no_keys(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for var in ALL_KEYS:
+    for var in [*ALL_KEYS, "POLICYFORGE_LLM_MODEL", "POLICYFORGE_OPENAI_BASE_URL"]:
         monkeypatch.delenv(var, raising=False)
     return monkeypatch
 
 
-def test_offline_resolves_to_the_offline_author():
-    assert resolve_model("offline") == "offline"
-    assert resolve_model(" Offline ") == "offline"
+def test_offline_names_and_labels():
+    assert is_offline("offline") and is_offline(" Offline ") and is_offline(OFFLINE_LABEL)
     assert model_label("offline") == OFFLINE_LABEL
-    assert isinstance(get_author("offline"), OfflineAuthor)
-
-
-@pytest.mark.parametrize("name", ["claude-sonnet-4-5", "gpt-4o", "gemini-2.5-pro", "llama3"])
-def test_real_models_are_a_clear_non_retryable_error(name: str):
-    for call in (resolve_model, get_author):
-        with pytest.raises(ApplicationError) as info:
-            call(name)
-        err = info.value
-        assert err.type == "ProviderUnavailable" and err.non_retryable
-        assert "not yet available in this build" in err.message
-        assert "--llm offline" in err.message and name in err.message
+    assert model_label("claude-sonnet-4-6") == "claude-sonnet-4-6"
+    check_model("offline")  # never needs a key
 
 
 def test_default_model_is_offline_without_keys(no_keys: pytest.MonkeyPatch):
@@ -53,27 +38,55 @@ def test_default_model_is_offline_without_keys(no_keys: pytest.MonkeyPatch):
     assert default_model() == "offline"
 
 
-@pytest.mark.parametrize("var", ALL_KEYS)
-def test_a_key_for_a_provider_this_build_lacks_still_means_offline(
-    no_keys: pytest.MonkeyPatch, var: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("var", "expected"),
+    [("ANTHROPIC_API_KEY", "claude-"), ("OPENAI_API_KEY", "gpt-"), ("GEMINI_API_KEY", "gemini-")],
+)
+def test_a_key_selects_its_provider(
+    no_keys: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], var: str, expected: str
 ):
     no_keys.setenv(var, "sk-secret-value")
     assert keys_present() == [var]
-    assert default_model() == "offline"
+    assert default_model().startswith(expected)
     out = capsys.readouterr()
     assert "sk-secret-value" not in out.out + out.err
 
 
-def test_provider_protocol_is_structural():
-    class Echo:
-        name = "echo"
-        model = "echo-1"
+@pytest.mark.parametrize(
+    ("model", "var"),
+    [
+        ("claude-sonnet-4-6", "ANTHROPIC_API_KEY"),
+        ("gpt-5.1", "OPENAI_API_KEY"),
+        ("o3", "OPENAI_API_KEY"),
+        ("gemini-2.5-pro", "GEMINI_API_KEY"),
+    ],
+)
+def test_a_missing_key_is_one_line_naming_the_variable(
+    no_keys: pytest.MonkeyPatch, model: str, var: str
+):
+    with pytest.raises(ApplicationError) as info:
+        check_model(model)
+    assert info.value.non_retryable and var in info.value.message
+    assert "\n" not in info.value.message
+    no_keys.setenv(var, "k")
+    check_model(model)
 
-        def complete(self, messages, *, system=None, tools=None, max_tokens=4096, temperature=0.0):
-            return Completion(text=messages[-1].content, usage=Usage(1, 1), model=self.model)
 
-    provider = Echo()
-    assert isinstance(provider, LLMProvider)
-    out = provider.complete([Message(role="user", content="hi")])
-    assert out.text == "hi" and out.stop_reason == "end"
-    assert (out.usage + Usage(2, 3)).output_tokens == 4
+def test_unknown_models_and_local_servers(no_keys: pytest.MonkeyPatch):
+    with pytest.raises(ApplicationError) as info:
+        check_model("llama3")
+    assert info.value.message.startswith("llm_model: unknown model 'llama3'")
+    with pytest.raises(ApplicationError) as info:
+        check_model("openai-compatible:llama3")
+    assert "POLICYFORGE_OPENAI_BASE_URL" in info.value.message
+    no_keys.setenv("POLICYFORGE_OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    check_model("openai-compatible:llama3")  # local servers need no key
+
+
+def test_prices_match_models_and_their_snapshots_only():
+    assert price_of("claude-sonnet-4-6") == (3.0, 15.0)
+    assert price_of("gpt-5.1-2025-11-13") == price_of("gpt-5.1")
+    assert price_of("gpt-5.4") is None  # not gpt-5's price by accident
+    assert estimate_cost("gpt-5", 1_000_000, 100_000) == pytest.approx(1.25 + 1.0)
+    assert estimate_cost("openai-compatible:llama3", 10**6, 10**6) == 0.0
+    assert estimate_cost("some-new-model", 10, 10) is None

@@ -1,0 +1,154 @@
+"""Anthropic Messages API behind `LLMProvider`.
+
+The SDK (2.x) sends `anthropic-version: 2026-10-21` and the key as `Authorization: Bearer`.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import anthropic
+
+from activities.llm.providers.base import (
+    Completion,
+    Message,
+    StopReason,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from activities.llm.providers.errors import reject_unsupported_media, translate_errors
+
+KEY_VARS = ("ANTHROPIC_API_KEY",)
+
+_STOP: dict[str, StopReason] = {
+    "end_turn": "end",
+    "stop_sequence": "end",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
+
+
+class AnthropicProvider:
+    name = "anthropic"
+    accepts_media: frozenset[str] = frozenset({"image"})
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_s: float = 300.0,
+        *,
+        key_vars: tuple[str, ...] = KEY_VARS,
+    ) -> None:
+        self.model = model
+        self._key = api_key
+        self._key_vars = key_vars
+        # max_retries=0: Temporal owns retries (and their backoff, honouring Retry-After).
+        self._client = anthropic.Anthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        tools: list[ToolSpec] | None = None,
+        max_tokens: int = 4096,
+        temperature: float | None = 0.0,
+    ) -> Completion:
+        reject_unsupported_media(self.name, self.accepts_media, messages)
+        kwargs: dict[str, Any] = {}
+        if system:
+            kwargs["system"] = system
+        if tools:
+            kwargs["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in tools
+            ]
+        # `temperature` is accepted and ignored: API version 2026-10-21 (sent by this SDK major)
+        # rejects temperature/top_p/top_k with a 400, even at their defaults.
+        del temperature
+        with translate_errors(self.name, self.model, self._key_vars, self._key):
+            reply = self._client.messages.create(
+                model=self.model,
+                max_tokens=max_tokens,
+                messages=to_anthropic_messages(messages),
+                **kwargs,
+            )
+        return _completion(reply)
+
+
+def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Our turns as Anthropic turns; tool results are user turns, consecutive roles merged."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = "assistant" if m.role == "assistant" else "user"
+        blocks = _blocks(m)
+        if not blocks:
+            continue  # the API rejects empty content
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def _blocks(m: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "tool_result",
+            "tool_use_id": r.tool_call_id,
+            "content": r.content,
+            "is_error": r.is_error,
+        }
+        for r in m.tool_results
+    ]
+    # Images before the text that refers to them, as Anthropic recommends.
+    blocks += [
+        {
+            "type": "image",
+            "source": {
+                "type": "base64",
+                "media_type": media.mime_type,
+                "data": base64.b64encode(media.data).decode("ascii"),
+            },
+        }
+        for media in m.media
+    ]
+    if m.content:
+        blocks.append({"type": "text", "text": m.content})
+    blocks += [
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls
+    ]
+    return blocks
+
+
+def _completion(reply: Any) -> Completion:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in reply.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            args = block.input if isinstance(block.input, dict) else {"input": block.input}
+            calls.append(ToolCall(id=block.id, name=block.name, arguments=dict(args)))
+    u = reply.usage
+    usage = Usage(
+        # input_tokens excludes cache reads (as Anthropic reports it); cache writes are input.
+        input_tokens=(u.input_tokens or 0) + (u.cache_creation_input_tokens or 0),
+        output_tokens=u.output_tokens or 0,
+        cache_read_tokens=u.cache_read_input_tokens or 0,
+    )
+    return Completion(
+        text="".join(texts),
+        tool_calls=tuple(calls),
+        usage=usage,
+        model=reply.model or "",
+        stop_reason=_STOP.get(reply.stop_reason or "", "other"),
+    )

@@ -1,0 +1,192 @@
+"""OpenAI Chat Completions behind `LLMProvider`; also any OpenAI-compatible server.
+
+Chat Completions (not the Responses API) because vLLM, Ollama and llama.cpp all serve it, so one
+mapping covers OpenAI and local servers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import openai
+
+from activities.llm.providers.base import (
+    Completion,
+    Message,
+    StopReason,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from activities.llm.providers.errors import reject_unsupported_media, translate_errors
+
+KEY_VARS = ("OPENAI_API_KEY",)
+COMPATIBLE_KEY_VARS = ("POLICYFORGE_OPENAI_API_KEY",)
+
+# Reasoning models reject any temperature but the default.
+_NO_TEMPERATURE_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+
+_STOP: dict[str, StopReason] = {
+    "stop": "end",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+class OpenAIProvider:
+    accepts_media: frozenset[str] = frozenset({"image"})
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_s: float = 300.0,
+        *,
+        compatible: bool = False,
+        key_vars: tuple[str, ...] | None = None,
+    ) -> None:
+        self.name = "openai-compatible" if compatible else "openai"
+        self.model = model
+        self._compatible = compatible
+        self._key = api_key
+        self._key_vars = key_vars or (COMPATIBLE_KEY_VARS if compatible else KEY_VARS)
+        # max_retries=0: Temporal owns retries (and their backoff, honouring Retry-After).
+        self._client = openai.OpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        system: str | None = None,
+        tools: list[ToolSpec] | None = None,
+        max_tokens: int = 4096,
+        temperature: float | None = 0.0,
+    ) -> Completion:
+        reject_unsupported_media(self.name, self.accepts_media, messages)
+        kwargs: dict[str, Any] = {}
+        if tools:
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    },
+                }
+                for t in tools
+            ]
+        if self._compatible:
+            # vLLM, Ollama and llama.cpp all know max_tokens; not all know the newer name.
+            kwargs["max_tokens"] = max_tokens
+        else:
+            # OpenAI's reasoning models reject max_tokens; max_completion_tokens works for all.
+            kwargs["max_completion_tokens"] = max_tokens
+        if temperature is not None and (
+            self._compatible or not self.model.startswith(_NO_TEMPERATURE_PREFIXES)
+        ):
+            kwargs["temperature"] = temperature
+        with translate_errors(self.name, self.model, self._key_vars, self._key):
+            reply = self._client.chat.completions.create(
+                model=self.model, messages=to_openai_messages(messages, system), **kwargs
+            )
+        return _completion(reply)
+
+
+def to_openai_messages(messages: list[Message], system: str | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for m in messages:
+        if m.role == "tool":
+            # Chat Completions has no error flag on tool results; say it in the content.
+            out += [
+                {
+                    "role": "tool",
+                    "tool_call_id": r.tool_call_id,
+                    "content": f"Error: {r.content}" if r.is_error else r.content,
+                }
+                for r in m.tool_results
+            ]
+        elif m.role == "assistant":
+            if not m.content and not m.tool_calls:
+                continue  # the API rejects an assistant turn with neither
+            msg: dict[str, Any] = {"role": "assistant", "content": m.content or None}
+            if m.tool_calls:
+                msg["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    }
+                    for c in m.tool_calls
+                ]
+            out.append(msg)
+        elif m.media:
+            parts: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
+            parts += [
+                {"type": "image_url", "image_url": {"url": _data_url(media.mime_type, media.data)}}
+                for media in m.media
+            ]
+            out.append({"role": "user", "content": parts})
+        else:
+            out.append({"role": "user", "content": m.content})
+    return out
+
+
+def _data_url(mime_type: str, data: bytes) -> str:
+    return f"data:{mime_type};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _arguments(raw: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        # Keep the text so the agent can tell the model its arguments were not JSON.
+        return {"_unparsed_arguments": raw}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _completion(reply: Any) -> Completion:
+    if not reply.choices:
+        return Completion(text="", model=reply.model or "", stop_reason="other")
+    choice = reply.choices[0]
+    msg = choice.message
+    calls = tuple(
+        ToolCall(id=c.id, name=c.function.name, arguments=_arguments(c.function.arguments))
+        for c in (msg.tool_calls or [])
+        if c.type == "function"
+    )
+    refusal = getattr(msg, "refusal", None)
+    if calls:
+        stop: StopReason = "tool_use"  # some local servers say "stop" even when calling tools
+    elif refusal:
+        stop = "refusal"
+    else:
+        stop = _STOP.get(choice.finish_reason or "", "other")
+    u = reply.usage
+    cached = 0
+    if u is not None and u.prompt_tokens_details is not None:
+        cached = u.prompt_tokens_details.cached_tokens or 0
+    usage = (
+        Usage(
+            # prompt_tokens includes cached ones; split them so the fields never overlap.
+            input_tokens=(u.prompt_tokens or 0) - cached,
+            output_tokens=u.completion_tokens or 0,
+            cache_read_tokens=cached,
+        )
+        if u is not None
+        else Usage()
+    )
+    return Completion(
+        text=msg.content or refusal or "",
+        tool_calls=calls,
+        usage=usage,
+        model=reply.model or "",
+        stop_reason=stop,
+    )

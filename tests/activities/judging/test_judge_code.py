@@ -1,0 +1,113 @@
+"""LLM-written judge code: the contract check, and running it in the child process only."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from activities.artifacts import ArtifactStore
+from activities.judging.activities import judge_rollout
+from activities.judging.judge_runtime import JudgeLoadError, check_judgment
+from activities.training.protocol import ChildFailed, ChildRequest
+from activities.training.supervisor import run_child
+from tests.activities.training.rewards import RUN_FORWARD
+from workflows.models import Criterion, JudgeRequest
+
+GOOD_JUDGE = """
+import numpy as np
+
+def judge_fn(trajectory):
+    vx = float(np.mean(trajectory["info_x_velocity"]))
+    speed = min(max(vx / 2.0, 0.0), 1.0)
+    alive = 0.0 if trajectory["terminated"][-1] else 1.0
+    return {
+        "score": (speed + alive) / 2,
+        "criteria": {"speed": speed, "stays_up": alive},
+        "diagnosis": f"mean forward velocity {vx:.2f} m/s against 2.00",
+        "failure_tags": [] if speed >= 1 else ["too_slow"],
+    }
+"""
+
+BROKEN_JUDGE = """
+def judge_fn(trajectory):
+    return {"score": trajectory["no_such_array"].mean()}
+"""
+
+CRITERIA = ["speed", "stays_up"]
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        (0.5, "must return a dict"),
+        ({"score": 0.5, "criteria": {}}, "lacks ['diagnosis']"),
+        ({"score": 1.5, "criteria": {}, "diagnosis": ""}, "must be in [0, 1]"),
+        ({"score": 0.5, "criteria": {"speed": 1.0}, "diagnosis": "x"}, "lacks ['stays_up']"),
+        ({"score": float("nan"), "criteria": {}, "diagnosis": ""}, "must be in [0, 1]"),
+        (
+            {"score": 0.5, "criteria": {"speed": "fast", "stays_up": 1}, "diagnosis": ""},
+            "criterion 'speed' must be a number",
+        ),
+    ],
+)
+def test_judgments_outside_the_contract_are_named(out, message):
+    with pytest.raises(JudgeLoadError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        check_judgment(out, CRITERIA if "stays_up" in message else [])
+
+
+async def test_validate_judge_runs_it_on_a_random_episode_in_the_child(tmp_path: Path):
+    req = ChildRequest(
+        env_id="HalfCheetah-v5",
+        reward_source=RUN_FORWARD,
+        judge_source=GOOD_JUDGE,
+        criteria=CRITERIA,
+        steps=50,
+    )
+    result = await run_child("validate_judge", req, tmp_path / "ok", timeout_s=120)
+    assert result["steps"] == 50
+    assert set(result["judgment"]["criteria"]) == set(CRITERIA)
+
+    broken = req.model_copy(update={"judge_source": BROKEN_JUDGE})
+    with pytest.raises(ChildFailed) as info:
+        await run_child("validate_judge", broken, tmp_path / "bad", timeout_s=120)
+    assert info.value.reward_fault
+    assert info.value.message.startswith("judge_fn.py line 3: KeyError")
+
+
+def _trajectory(vx: float, steps: int = 20) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(
+        buf,
+        action=np.zeros((steps, 6)),
+        qpos=np.zeros((steps, 9)),
+        qvel=np.zeros((steps, 9)),
+        terminated=np.zeros(steps, dtype=bool),
+        info_x_velocity=np.full(steps, vx),
+        meta_dt=np.array(0.05),
+    )
+    return buf.getvalue()
+
+
+async def test_judge_rollout_runs_judge_code_from_s3(s3):
+    store = ArtifactStore()
+    judge_key = store.put_text("sessions/jc/judge_fn.py", GOOD_JUDGE)
+    traj_key = "sessions/jc/iter_1/c0_default_seed_0/trajectories/eval.npz"
+    store.put_bytes(traj_key, _trajectory(vx=1.0))
+    criteria = [Criterion(name=n, description=n, measure="see judge", target=1.0) for n in CRITERIA]
+    req = JudgeRequest(
+        env_id="HalfCheetah-v5",
+        trajectory_key=traj_key,
+        criteria=criteria,
+        pass_threshold=0.8,
+        judge_key=judge_key,
+    )
+    judgment = await ActivityEnvironment().run(judge_rollout, req)
+    assert judgment.score == pytest.approx(0.75) and not judgment.passed
+    assert {c.name: c.score for c in judgment.criteria} == {"speed": 0.5, "stays_up": 1.0}
+    assert judgment.failure_tags == ["too_slow"]
+    assert "1.00 m/s" in judgment.diagnosis
+    assert store.exists("sessions/jc/iter_1/c0_default_seed_0/judgment.json")

@@ -1,0 +1,86 @@
+"""The agents against a local server speaking the providers' wire protocols (real SDK clients)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from temporalio.exceptions import ApplicationError
+
+from activities.llm.agents import criteria as criteria_agent
+from activities.llm.agents import reward
+from tests.fakes.llm_server import FakeLLMServer, Text, Tools
+from workflows.models import Criterion
+
+CRITERIA = [
+    Criterion(name="speed", description="fast", measure="mean info_x_velocity", target=2.0),
+]
+CODE = (
+    "class R(RewardFunction):\n    def compute(self, obs, action, next_obs, info):\n"
+    "        return 1.0, {'alive': 1.0}\n"
+)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as s:
+        yield s
+
+
+@pytest.fixture
+def fake(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> FakeLLMServer:
+    server.reset()
+    monkeypatch.setenv("GEMINI_API_KEY", "g-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url("gemini"))
+    monkeypatch.setenv("POLICYFORGE_OPENAI_BASE_URL", server.base_url("openai-compatible"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "a-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url("anthropic"))
+    return server
+
+
+def test_elicitor_on_gemini_gets_criteria_through_its_tool(fake: FakeLLMServer):
+    items = [
+        {"name": n, "description": n, "measure": "m", "target": 1, "direction": "at_least"}
+        for n in ("speed", "upright", "calm")
+    ]
+    fake.push("gemini", Tools([("submit_criteria", {"criteria": items})], output_tokens=99))
+    criteria, call = criteria_agent.elicit("run forward", "Ant-v5", "gemini-2.5-pro")
+    assert [c.name for c in criteria] == ["speed", "upright", "calm"]
+    assert call.agent == "elicitor" and call.output_tokens == 99 and call.cost_usd is not None
+    sent = fake.requests_for("gemini")[0].prompt()
+    assert "intent elicitor" in sent.system
+    # The prompt carries the live env spec: Ant's 105-entry observation.
+    assert "run forward" in sent.user and "105" in sent.user
+
+
+def test_too_few_criteria_is_a_retryable_bad_answer(fake: FakeLLMServer):
+    items = [{"name": "speed", "description": "d", "measure": "m", "target": 1}]
+    fake.push("gemini", Tools([("submit_criteria", {"criteria": items})]))
+    with pytest.raises(ApplicationError) as info:
+        criteria_agent.elicit("run forward", "Ant-v5", "gemini-2.5-pro")
+    assert info.value.type == "LLMBadAnswer" and not info.value.non_retryable
+
+
+def test_local_server_answering_in_plain_text_still_gives_code(fake: FakeLLMServer):
+    fake.push("openai", Text(f"Here you go:\n\n```python\n{CODE}```\nGood luck."))
+    code, call = reward.author(
+        "stand still", "Hopper-v5", CRITERIA, "openai-compatible:qwen2.5-coder"
+    )
+    assert code.code == CODE and call.cost_usd == 0.0
+    body = fake.requests_for("openai")[0].body
+    assert (
+        body["model"] == "qwen2.5-coder" and body["tools"][0]["function"]["name"] == "submit_reward"
+    )
+
+
+def test_reviewer_returns_corrected_code_or_lgtm(fake: FakeLLMServer):
+    fake.push(
+        "anthropic",
+        Tools([("submit_review", {"verdict": "CHANGES", "notes": "sign of ctrl", "code": CODE})]),
+        Tools([("submit_review", {"verdict": "LGTM", "notes": "sound"})]),
+    )
+    changed, _ = reward.review("run", "HalfCheetah-v5", CRITERIA, "x = 1\n", "claude-sonnet-4-6")
+    assert not changed.lgtm and changed.corrected is not None and changed.corrected.code == CODE
+    same, _ = reward.review("run", "HalfCheetah-v5", CRITERIA, CODE, "claude-sonnet-4-6")
+    assert same.lgtm and same.corrected is None
+    assert "Reward code to review" in fake.requests_for("anthropic")[0].prompt().user

@@ -1,0 +1,1 @@
+"""Local stand-ins for external services, speaking their real wire protocols."""
