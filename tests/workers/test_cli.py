@@ -92,3 +92,17 @@ def test_run_with_an_unknown_model_says_which_names_work():
     proc = run_cli("run", "run forward", "--env", "HalfCheetah-v5", "--llm", "llama3")
     line = one_line_error(proc)
     assert "llm_model: unknown model 'llama3'" in line and "openai-compatible:" in line
+
+
+def test_run_with_a_model_whose_key_is_set_gets_past_validation():
+    proc = run_cli(
+        "run",
+        "run forward",
+        "--env",
+        "HalfCheetah-v5",
+        "--llm",
+        "gpt-5.1",
+        OPENAI_API_KEY="sk-test",
+    )
+    # Valid input: it got as far as connecting, and says how to start a server.
+    assert "no Temporal server answers" in one_line_error(proc)
