@@ -15,25 +15,40 @@ from typing import Any
 
 import numpy as np
 
+from activities.sandbox import guards
+from activities.sandbox.restricted import exec_untrusted
+from activities.sandbox.static_check import SandboxViolation
+
 
 class JudgeLoadError(ValueError):
     """Judge code that cannot be used, or returned something outside the contract."""
 
 
+JUDGE_CALL_BUDGET_S = 60.0  # one call judges a whole episode (up to 1000 steps)
+
+
 def load_judge(source: str, filename: str = "judge_fn.py") -> Callable[[dict], Any]:
+    """judge_fn from generated code, loaded in the sandbox and wrapped in its time budget."""
+    guards.register_generated_file(filename)
     try:
-        code = compile(source, filename, "exec")
-    except SyntaxError as exc:
-        raise JudgeLoadError(f"{filename} does not parse: line {exc.lineno}: {exc.msg}") from None
-    namespace: dict[str, Any] = {"__name__": "judge_module"}
-    try:
-        exec(code, namespace)
+        namespace = exec_untrusted(source, filename, {})
+    except SandboxViolation as exc:
+        raise JudgeLoadError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - any failure of generated code is reported
         raise JudgeLoadError(f"{filename} failed to load: {type(exc).__name__}: {exc}") from None
     fn = namespace.get("judge_fn")
     if not callable(fn):
         raise JudgeLoadError(f"{filename} defines no judge_fn(trajectory)")
-    return fn
+    budget = guards.Budget(JUDGE_CALL_BUDGET_S, "judge_fn")
+
+    def judged(trajectory: dict) -> Any:
+        budget.arm()
+        try:
+            return fn(trajectory)
+        finally:
+            budget.disarm()
+
+    return judged
 
 
 def load_trajectory(src: bytes | str | Path) -> dict[str, np.ndarray]:

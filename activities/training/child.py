@@ -15,15 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import time
 import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
+from activities.sandbox import guards
+from activities.sandbox.os_limits import confine
 from activities.training.protocol import RESULT_FILE, ChildRequest
 
 EXIT_FAILED = 1
@@ -38,10 +39,25 @@ def _protocol_stream() -> IO[str]:
     return proto
 
 
-def _limit_resources() -> None:
-    # No core dumps from crashing generated code; other limits come from the process group the
-    # supervisor kills and the activity's timeouts.
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+SHORT_MODES = ("validate", "validate_judge", "judge")
+
+
+def _preload(mode: str) -> None:
+    """Import the trusted libraries a mode needs before the process confines itself: some do
+    things at import time that the confinement forbids (glfw runs a subprocess)."""
+    import importlib
+
+    modules = ["activities.judging.judge_runtime"]
+    if mode != "judge":
+        modules += ["gymnasium.envs.mujoco", "activities.training.sim"]
+    if mode in ("train", "evaluate", "validate_judge"):
+        modules += ["torch", "stable_baselines3", "activities.training.rollout"]
+    if mode == "train":
+        modules += ["activities.training.ppo"]
+    if mode == "validate":
+        modules += ["activities.training.validate"]
+    for name in modules:
+        importlib.import_module(name)
 
 
 def _code_error(exc: BaseException, filenames: tuple[str, ...]) -> str | None:
@@ -80,7 +96,10 @@ def run(
         if req.reward_path is None:
             raise ValueError(f"{mode} needs reward_source or reward_path")
         source = Path(req.reward_path).read_text()
-    reward = load_reward(source, req.reward_filename)
+    # Validation rejects a NaN reward outright; training zeroes and counts the odd one.
+    reward = load_reward(
+        source, req.reward_filename, strict=mode == "validate", guarded=not req.unguarded
+    )
 
     if mode == "validate_judge":
         from activities.judging.judge_runtime import run_judge
@@ -155,13 +174,22 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*settotalmass.*")
     os.environ.setdefault("MUJOCO_GL", "egl")
     proto = _protocol_stream()
-    _limit_resources()
+    args.out.mkdir(parents=True, exist_ok=True)
+    result_path = args.out / RESULT_FILE
+
+    def fatal(message: str) -> NoReturn:
+        # A runaway call of generated code: report it as that code's fault and stop at once.
+        result_path.write_text(json.dumps({"ok": False, "error": message, "reward_fault": True}))
+        sys.stderr.write(message + "\n")
+        os._exit(EXIT_FAILED)
+
+    guards.set_fatal_reporter(fatal)
+    _preload(args.mode)
+    confinement = confine(short=args.mode in SHORT_MODES)
 
     def emit(event: dict[str, Any]) -> None:
         proto.write(json.dumps(event) + "\n")
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    result_path = args.out / RESULT_FILE
     t0 = time.monotonic()
     req = ChildRequest.model_validate_json(args.request.read_text())
     try:
@@ -176,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps({"ok": False, "error": message, "reward_fault": reward_msg is not None})
         )
         return EXIT_FAILED
-    result = {"ok": True, "mode": args.mode, **result}
+    result = {"ok": True, "mode": args.mode, **result, "sandbox": confinement.applied}
     result.setdefault("child_seconds", round(time.monotonic() - t0, 2))
     result_path.write_text(json.dumps(result, indent=2))
     emit({"event": "done", "mode": args.mode})

@@ -295,6 +295,9 @@ def train(
         "hyperparameters": preset.as_dict(),
         "env_kwargs": dict(env_kwargs or {}),
         "reward_terms": reward.terms,
+        # Steps whose reward was NaN/inf (zeroed) or beyond +-1e6 (clipped) by the sandbox.
+        "nonfinite_rewards": getattr(reward, "nonfinite", 0),
+        "clipped_rewards": getattr(reward, "clipped", 0),
         "torch_threads": torch.get_num_threads(),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

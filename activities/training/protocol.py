@@ -38,6 +38,10 @@ class ChildRequest(BaseModel):
     seed: int = 0
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
 
+    # Benchmark only (bench-sandbox): load the reward with plain exec and no runtime guards,
+    # to measure what the guards cost. Sessions never set it.
+    unguarded: bool = False
+
     # validate: random-action steps to run.
     steps: int = 64
 

@@ -11,13 +11,16 @@ started by `activities.training.child`, never in a worker process.
 
 from __future__ import annotations
 
-import ast
 import math
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from activities.sandbox import guards
+from activities.sandbox.restricted import exec_untrusted
+from activities.sandbox.static_check import SandboxViolation, check_source
 
 
 class RewardLoadError(ValueError):
@@ -39,46 +42,130 @@ class RewardFunction:
         return []
 
 
-class LoadedReward:
-    """Uniform view over either form of the contract."""
+MAX_TERMS = 64
+MAX_TERM_NAME = 64
+# Non-finite rewards tolerated in training (zeroed and counted) before the run is failed.
+MAX_NONFINITE_FRACTION = 0.01
+LARGE = 1e6  # |reward| above this is clipped and counted: it would swamp PPO's value targets
 
-    def __init__(self, compute: Callable[..., Any], latex: str, terms: list[str]) -> None:
+
+class LoadedReward:
+    """Uniform view over either form of the contract, with the sandbox's runtime guards.
+
+    Each call gets read-only copies of obs, action and info (so writing to them raises and
+    never reaches the simulator), runs under a time budget, and its result is checked. With
+    `strict` (validation) a NaN/inf reward is an error; otherwise (training) it becomes 0 and
+    is counted, and the run fails when more than 1% of the steps are non-finite.
+    """
+
+    def __init__(
+        self,
+        compute: Callable[..., Any],
+        latex: str,
+        terms: list[str],
+        *,
+        strict: bool = True,
+        guarded: bool = True,
+    ) -> None:
         self._compute = compute
         self.latex = latex
         self.terms = terms
+        self.strict = strict
+        self.guarded = guarded
+        self.calls = 0
+        self.nonfinite = 0
+        self.clipped = 0
+        self._budget = guards.Budget(guards.call_budget_s(), "the reward") if guarded else None
 
     def __call__(self, obs, action, next_obs, info) -> tuple[float, dict[str, float]]:
-        out = self._compute(obs, action, next_obs, info)
+        self.calls += 1
+        if self._budget is None:
+            return self._check(self._compute(obs, action, next_obs, info))
+        args = (
+            guards.readonly(obs),
+            guards.readonly(action),
+            guards.readonly(next_obs),
+            guards.readonly_info(info),
+        )
+        self._budget.arm()
+        try:
+            out = self._compute(*args)
+        finally:
+            self._budget.disarm()
+        return self._check(out)
+
+    def _check(self, out: Any) -> tuple[float, dict[str, float]]:
         if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
+            got = type(out).__name__
+            if isinstance(out, tuple):
+                got = f"a tuple of {len(out)} ({', '.join(type(x).__name__ for x in out)})"
             raise RewardLoadError(
-                f"reward must return (float, dict[str, float]); got {type(out).__name__}"
+                f"reward must return (float, dict[str, float]), e.g. (r, {{'forward': r}}); "
+                f"got {got}"
             )
         total, terms = out
+        if len(terms) > MAX_TERMS:
+            raise RewardLoadError(f"reward returned {len(terms)} terms; at most {MAX_TERMS}")
         try:
             total = float(total)
-            terms = {str(k): float(v) for k, v in terms.items()}
+            terms = {str(k)[:MAX_TERM_NAME]: float(v) for k, v in terms.items()}
         except (TypeError, ValueError) as exc:
-            raise RewardLoadError(f"reward total and terms must be numbers: {exc}") from None
-        if not math.isfinite(total):
+            raise RewardLoadError(
+                f"reward total and terms must be numbers ({exc}); got total "
+                f"{type(total).__name__} and terms {_types(terms)}"
+            ) from None
+        values = [total, *terms.values()]
+        if all(math.isfinite(v) for v in values) and abs(total) <= LARGE:
+            return total, terms
+        if self.strict and not all(math.isfinite(v) for v in values):
             raise RewardLoadError(f"reward is not finite ({total}); terms: {terms}")
+        if not all(math.isfinite(v) for v in values):
+            self.nonfinite += 1
+            if self.calls >= 1000 and self.nonfinite > MAX_NONFINITE_FRACTION * self.calls:
+                raise RewardLoadError(
+                    f"reward was NaN or infinite in {self.nonfinite} of {self.calls} steps; "
+                    f"the last terms: {terms}"
+                )
+            terms = {k: (v if math.isfinite(v) else 0.0) for k, v in terms.items()}
+            total = sum(terms.values())
+        if abs(total) > LARGE:
+            self.clipped += 1
+            scale = LARGE / abs(total)
+            terms = {k: v * scale for k, v in terms.items()}
+            total = math.copysign(LARGE, total)
         return total, terms
 
 
+def _types(terms: Any) -> str:
+    if not isinstance(terms, dict):
+        return type(terms).__name__
+    return "{" + ", ".join(f"{k!r}: {type(v).__name__}" for k, v in list(terms.items())[:4]) + "}"
+
+
 def parse_check(source: str, filename: str = "<reward>") -> None:
-    """Raise RewardLoadError with the line number when the source does not parse."""
+    """Raise RewardLoadError naming the line when the code does not parse or is not allowed."""
     try:
-        ast.parse(source, filename=filename)
-    except SyntaxError as exc:
-        raise RewardLoadError(f"{filename} does not parse: line {exc.lineno}: {exc.msg}") from None
+        check_source(source, filename)
+    except SandboxViolation as exc:
+        raise RewardLoadError(str(exc)) from None
 
 
-def load_reward(source: str, filename: str = "<reward>") -> LoadedReward:
-    parse_check(source, filename)
-    namespace: dict[str, Any] = {"RewardFunction": RewardFunction, "__name__": "reward_module"}
+def load_reward(
+    source: str, filename: str = "<reward>", *, strict: bool = True, guarded: bool = True
+) -> LoadedReward:
+    """Load reward code in the sandbox (guarded=False only for the overhead benchmark)."""
+    predefined = {"RewardFunction": RewardFunction}
+    guards.register_generated_file(filename)
     try:
-        exec(compile(source, filename, "exec"), namespace)
+        if guarded:
+            namespace = exec_untrusted(source, filename, predefined)
+        else:
+            namespace = {"__name__": "reward_module", **predefined}
+            exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - benchmark only
+    except SandboxViolation as exc:
+        raise RewardLoadError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - any failure of user code is reported, not raised
-        raise RewardLoadError(f"{filename} failed to load: {type(exc).__name__}: {exc}") from None
+        raise RewardLoadError(f"{filename} failed to load: {_one(exc)}") from None
 
     classes = [
         v
@@ -87,23 +174,28 @@ def load_reward(source: str, filename: str = "<reward>") -> LoadedReward:
     ]
     # Prefer classes that derive from our base; a duck-typed class with compute() also works.
     classes.sort(key=lambda c: not issubclass(c, RewardFunction))
+    opts = {"strict": strict, "guarded": guarded}
     if classes:
         try:
             obj = classes[0]()
         except Exception as exc:  # noqa: BLE001
-            raise RewardLoadError(
-                f"{classes[0].__name__}() failed: {type(exc).__name__}: {exc}"
-            ) from None
+            raise RewardLoadError(f"{classes[0].__name__}() failed: {_one(exc)}") from None
         return LoadedReward(
-            obj.compute, str(getattr(obj, "latex", "")), list(getattr(obj, "terms", []))
+            obj.compute, str(getattr(obj, "latex", "")), list(getattr(obj, "terms", [])), **opts
         )
     fn = namespace.get("reward_fn")
     if callable(fn):
-        return LoadedReward(fn, str(namespace.get("LATEX", "")), list(namespace.get("TERMS", [])))
+        return LoadedReward(
+            fn, str(namespace.get("LATEX", "")), list(namespace.get("TERMS", [])), **opts
+        )
     raise RewardLoadError(
         f"{filename} defines no RewardFunction subclass "
         "and no reward_fn(obs, action, next_obs, info)"
     )
+
+
+def _one(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 class RewardWrapper(gym.Wrapper):
@@ -133,7 +225,8 @@ class RewardWrapper(gym.Wrapper):
         info["qpos"] = self._data.qpos.copy()
         info["qvel"] = self._data.qvel.copy()
         prev = self._last_obs if self._last_obs is not None else obs
-        reward, terms = self.reward(prev.copy(), np.array(action, copy=True), obs.copy(), info)
+        # The guarded reward gets read-only copies of all of these (see LoadedReward).
+        reward, terms = self.reward(prev, np.asarray(action), obs, info)
         info["env_reward"] = float(env_reward)
         info["reward_terms"] = terms
         self._last_obs = obs
