@@ -47,6 +47,35 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--timesteps", type=int, default=100_000)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--out", type=Path, default=None, help="output folder (default runs/...)")
+    for kind in ("reward", "judge"):
+        check = sub.add_parser(
+            f"check-{kind}",
+            help=f"static check and a short real rollout of a {kind} file, in the sandbox",
+        )
+        check.add_argument("file", type=Path)
+        check.add_argument("--env", required=True, dest="env_id")
+        check.add_argument("--steps", type=int, default=200, help="random-action steps")
+        if kind == "judge":
+            check.add_argument("--reward", type=Path, default=None, help="reward for the episode")
+    bench = sub.add_parser(
+        "bench-sandbox", help="what the sandbox's guards cost: guarded vs unguarded, one run"
+    )
+    bench.add_argument("--env", default="HalfCheetah-v5", dest="env_id")
+    bench.add_argument("--timesteps", type=int, default=50_000, help="PPO steps per run")
+    bench.add_argument("--steps", type=int, default=20_000, help="random-action env steps")
+    bench.add_argument("--repeats", type=int, default=2)
+    bt = sub.add_parser(
+        "bench-train", help="our trainer vs a plain SB3 PPO script on the env's reward, one run"
+    )
+    bt.add_argument("--env", required=True, dest="env_id", help=", ".join(ENV_IDS))
+    bt.add_argument("--timesteps", type=int, required=True, help="training steps per side")
+    bt.add_argument(
+        "--target", type=float, default=None, help="eval return to reach (default: per env)"
+    )
+    bt.add_argument(
+        "--eval-every", type=int, default=None, help="timesteps between evals (default N/10)"
+    )
+    bt.add_argument("--seed", type=int, default=0)
     return p
 
 
@@ -59,6 +88,15 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pass-threshold", type=float, default=None)
     p.add_argument("--llm", dest="llm_model", default=None, help="model name, or 'offline'")
     p.add_argument("--candidates", type=int, default=None, help="reward candidates per iteration")
+    p.add_argument(
+        "--configs", type=int, default=None, help="PPO hyperparameter configs per candidate"
+    )
+    p.add_argument(
+        "--warm-start",
+        action="store_true",
+        default=None,
+        help="start each iteration's training from the best policy so far",
+    )
     p.add_argument(
         "--max-llm-cost",
         type=float,
@@ -96,6 +134,8 @@ def session_input(args: argparse.Namespace) -> dict[str, Any]:
         ("pass_threshold", args.pass_threshold),
         ("eval_max_steps", args.eval_max_steps),
         ("candidates", args.candidates),
+        ("configs", args.configs),
+        ("warm_start", args.warm_start),
         ("max_llm_cost_usd", args.max_llm_cost_usd),
         ("max_training_minutes", args.max_training_minutes),
     ):
@@ -143,7 +183,7 @@ async def start_and_follow(
     from workers.watch import follow, report
 
     settings = Settings()
-    console = Console(stderr=as_json)
+    console = Console(stderr=as_json, soft_wrap=True)
     client = await connect(settings)
     wid = workflow_id or workflow_id_for(data["prompt"])
     if settings.queue_prefix != "policyforge":
@@ -188,7 +228,7 @@ async def show_status(session_id: str, as_json: bool) -> None:
         desc = await handle.describe()
     except Exception as exc:  # noqa: BLE001 - RPCError NOT_FOUND and friends
         raise SystemExit(f"error: no session {session_id!r} on {settings.address}: {exc}") from None
-    console = Console()
+    console = Console(soft_wrap=True)
     if desc.status == WorkflowExecutionStatus.COMPLETED:
         result = await handle.result()
         if as_json:
@@ -243,7 +283,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     if errors:
         raise SystemExit("error: " + "; ".join(errors))
     out = args.out or Path("runs") / f"{args.reward_file.stem}-{args.env_id}-{uuid.uuid4().hex[:6]}"
-    console = Console()
+    console = Console(soft_wrap=True)
     console.print(f"training {args.env_id} for {args.timesteps:,} steps with {args.reward_file}")
 
     def on_progress(steps: int, mean_return: float | None) -> None:
@@ -262,6 +302,106 @@ def cmd_train(args: argparse.Namespace) -> None:
             console.print(f"  {out / name}")
 
 
+def cmd_check(args: argparse.Namespace) -> None:
+    import tempfile
+
+    from activities.training.checks import CheckFailed, check_judge, check_reward
+
+    if args.env_id not in ENV_IDS:
+        raise SystemExit(
+            f"error: --env: unknown environment {args.env_id!r}; choose one of {', '.join(ENV_IDS)}"
+        )
+    if args.steps <= 0:
+        raise SystemExit(f"error: --steps: must be a positive integer (got {args.steps})")
+    console = Console(soft_wrap=True)
+    with tempfile.TemporaryDirectory(prefix="pf-check-") as scratch:
+        try:
+            if args.command == "check-reward":
+                out = check_reward(args.file, args.env_id, args.steps, Path(scratch))
+            else:
+                out = check_judge(args.file, args.env_id, args.steps, Path(scratch), args.reward)
+        except CheckFailed as exc:
+            raise SystemExit(f"error: {exc}") from None
+    console.print(
+        f"{args.file}: OK on {args.env_id} ({out['steps']} random-action steps in the sandbox: "
+        f"{', '.join(out.get('sandbox', [])) or 'no OS limits'})"
+    )
+    if args.command == "check-reward":
+        console.print("  term              mean |value| per step")
+        for name, value in out["term_magnitudes"].items():
+            console.print(f"  {name:<17} {value:.4g}")
+    else:
+        judged = out["judgment"]
+        console.print(f"  score {judged['score']:.3f} on a random policy: {judged['diagnosis']}")
+        for name, value in judged["criteria"].items():
+            console.print(f"  {name:<17} {value:.3f}")
+
+
+def cmd_bench_sandbox(args: argparse.Namespace) -> None:
+    import json
+
+    from activities.training.bench_sandbox import bench
+
+    if args.env_id not in ENV_IDS:
+        raise SystemExit(f"error: --env: unknown environment {args.env_id!r}")
+    console = Console(soft_wrap=True)
+    console.print(
+        f"{args.env_id}: {args.repeats} x (random steps {args.steps:,}, PPO {args.timesteps:,} "
+        "steps), guarded and unguarded alternating; medians:"
+    )
+    out = bench(args.env_id, args.timesteps, args.steps, args.repeats)
+    console.print(f"  {'':<26}{'unguarded':>12}{'guarded':>12}{'overhead':>10}")
+    for metric, label in (
+        ("env_steps_per_s", "env steps/s (random)"),
+        ("train_steps_per_s", "PPO training steps/s"),
+    ):
+        row = out[metric]
+        console.print(
+            f"  {label:<26}{row['unguarded']:>12,.0f}{row['guarded']:>12,.0f}"
+            f"{row['overhead_pct']:>9.1f}%"
+        )
+    print(json.dumps(out))
+
+
+def cmd_bench_train(args: argparse.Namespace) -> None:
+    import json
+
+    from activities.training.bench_train import BenchError, bench, table
+    from activities.training.protocol import ChildFailed
+
+    errors = []
+    if args.env_id not in ENV_IDS:
+        errors.append(
+            f"--env: unknown environment {args.env_id!r}; choose one of {', '.join(ENV_IDS)}"
+        )
+    if args.timesteps <= 0:
+        errors.append(f"--timesteps: must be a positive integer (got {args.timesteps})")
+    if args.eval_every is not None and args.eval_every <= 0:
+        errors.append(f"--eval-every: must be a positive integer (got {args.eval_every})")
+    if errors:
+        raise SystemExit("error: " + "; ".join(errors))
+    console = Console(soft_wrap=True)
+    every = args.eval_every or max(1, args.timesteps // 10)
+    console.print(
+        f"{args.env_id}: {args.timesteps:,} steps each, ours then plain SB3, seed {args.seed}; "
+        f"one deterministic episode every {every:,} steps (env's own return)"
+    )
+
+    def on_eval(side: str, ev: dict[str, Any]) -> None:
+        console.print(
+            f"  {side:<5} {ev['timesteps']:>10,} steps  eval return {ev['eval_return']:>10,.1f}"
+            f"  train wall {ev['train_wall_s']:>7,.1f} s"
+        )
+
+    try:
+        out = bench(args.env_id, args.timesteps, args.target, every, args.seed, on_eval)
+    except (BenchError, ChildFailed) as exc:
+        raise SystemExit(f"error: {exc}") from None
+    for line in table(out):
+        console.print("  " + line, highlight=False)
+    print(json.dumps(out))
+
+
 def main(argv: list[str] | None = None) -> None:
     from workers.process_exit import run_and_exit
 
@@ -277,7 +417,10 @@ def _main(argv: list[str] | None) -> None:
     settings = Settings()
     # The CLI's own output is for people; JSON logs go to stderr at warning and above.
     configure_logging(
-        "warning" if args.command in ("run", "status", "train") else settings.log_level
+        "warning"
+        if args.command
+        in ("run", "status", "train", "check-reward", "check-judge", "bench-sandbox", "bench-train")
+        else settings.log_level
     )
     from workers.client import NoServerError
 
@@ -308,6 +451,12 @@ def _main(argv: list[str] | None) -> None:
             asyncio.run(show_status(args.session_id, args.json))
         elif args.command == "train":
             cmd_train(args)
+        elif args.command in ("check-reward", "check-judge"):
+            cmd_check(args)
+        elif args.command == "bench-sandbox":
+            cmd_bench_sandbox(args)
+        elif args.command == "bench-train":
+            cmd_bench_train(args)
     except NoServerError as exc:
         raise SystemExit(f"error: {exc}") from None
     except KeyboardInterrupt:

@@ -28,7 +28,7 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
     from workers.logs import configure_logging
     from workers.pools import run_pools
 
-    console = Console()
+    console = Console(soft_wrap=True)
     started = time.monotonic()
     # The workers run in this process: their JSON logs go to a file, the console stays readable.
     log_path = settings.state_dir / "demo" / "workers.log"

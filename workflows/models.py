@@ -87,6 +87,11 @@ class SessionInput(_Model):
     queue_prefix: str = DEFAULT_QUEUE_PREFIX
     # Distinct reward candidates written (and trained) per iteration.
     candidates: int = 1
+    # PPO hyperparameter configs trained per candidate: the env's preset, then variants of it
+    # (activities/training/presets.py VARIANTS).
+    configs: int = 1
+    # Start each iteration's training from the best policy so far instead of from scratch.
+    warm_start: bool = False
     # Caps: reaching one ends the session as budget_exhausted, keeping the best policy so far.
     max_llm_cost_usd: float | None = None
     max_training_minutes: float | None = None
@@ -133,6 +138,8 @@ def input_errors(data: dict) -> list[str]:
         errors.append(f"pass_threshold: must be in (0, 1] (got {inp.pass_threshold})")
     if not inp.llm_model.strip():
         errors.append("llm_model: is empty; use 'offline' or a model name")
+    if not 1 <= inp.configs <= MAX_CONFIGS:
+        errors.append(f"configs: must be between 1 and {MAX_CONFIGS} (got {inp.configs})")
     if not 1 <= inp.candidates <= MAX_CANDIDATES:
         errors.append(f"candidates: must be between 1 and {MAX_CANDIDATES} (got {inp.candidates})")
     for field in ("max_llm_cost_usd", "max_training_minutes"):
@@ -143,6 +150,10 @@ def input_errors(data: dict) -> list[str]:
 
 
 MAX_CANDIDATES = 8
+# Hyperparameter configs by name: the env's preset, then the VARIANTS of
+# activities/training/presets.py in their order (a test keeps the two in step).
+CONFIG_NAMES = ("default", "lr_half", "lr_double", "epochs_10", "entropy", "wide_net")
+MAX_CONFIGS = len(CONFIG_NAMES)
 MAX_FIX_ATTEMPTS = 5  # validations of one piece of generated code before the session gives up
 
 
@@ -328,6 +339,11 @@ class TrainRequest(_Model):
     reward_key: str
     timesteps: int
     seed: int = 0
+    config: str = "default"  # which hyperparameter config (see configs in SessionInput)
+    configs: int = 1
+    # Warm start: the model (and its VecNormalize) to start from instead of a fresh policy.
+    init_model_key: str | None = None
+    init_vecnormalize_key: str | None = None
 
 
 class TrainResult(_Model):
@@ -342,6 +358,8 @@ class TrainResult(_Model):
     steps_per_second: float = 0.0
     # Training still improving at the end (last quarter's returns above the previous quarter's).
     still_improving: bool = False
+    # The timestep counter this run resumed from after a worker died (None: ran in one go).
+    resumed_from_timesteps: int | None = None
 
 
 class EvalRequest(_Model):
@@ -445,6 +463,7 @@ class IterationRecord(_Model):
     review_notes: str | None = None  # what the reviewer corrected before training
     candidate: int = 0  # the reward candidate that won this iteration
     candidates: int = 1
+    config: str = "default"  # the hyperparameter config that won
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
     training_seconds: float = 0.0
 
@@ -485,7 +504,10 @@ class SessionResult(_Model):
 
 
 class TrainProgress(_Model):
-    """Heartbeat details of a training activity."""
+    """Heartbeat details of a training activity: what a retry resumes from."""
 
     timesteps: int
     mean_return: float | None = None
+    # The latest checkpoint in S3 (a folder prefix) and its timestep counter.
+    checkpoint_key: str | None = None
+    checkpoint_timesteps: int | None = None

@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from workflows.accounting import Accounting, BudgetExhausted
     from workflows.models import (
+        CONFIG_NAMES,
         OFFLINE_LABEL,
         OFFLINE_MODEL,
         AuthorRequest,
@@ -57,6 +58,9 @@ class SessionWorkflow:
         self._best_reward: RewardArtifact | None = None
         self._best_train: TrainResult | None = None
         self._best_judgment: Judgment | None = None
+        # The best run of the session so far: where a warm start begins.
+        self._best_run: RunRecord | None = None
+        self._best_score = 0.0
 
     @workflow.query
     def status(self) -> SessionStatus | None:
@@ -276,34 +280,49 @@ class SessionWorkflow:
         timesteps: int,
         judge: JudgeCode | None,
     ) -> IterationRecord:
-        """Train every candidate x seed in parallel, evaluate and judge each run; the candidate
-        with the best mean score over its seeds wins, represented by its best run."""
+        """Train every candidate x config x seed in parallel, evaluate and judge each run; the
+        (candidate, config) with the best mean score over its seeds wins, represented by its
+        best run."""
         self._stage("training")
-        pairs = [(k, seed) for k in range(len(rewards)) for seed in range(inp.seeds)]
+        configs = CONFIG_NAMES[: inp.configs]
+        init = self._best_run if inp.warm_start else None
+        runs_to_do = [
+            (k, config, seed)
+            for k in range(len(rewards))
+            for config in configs
+            for seed in range(inp.seeds)
+        ]
         runs = await asyncio.gather(
             *(
-                self._one_run(steps, iteration, k, rewards[k], criteria, timesteps, seed, judge)
-                for k, seed in pairs
+                self._one_run(
+                    steps, iteration, k, rewards[k], criteria, timesteps, seed, judge, config, init
+                )
+                for k, config, seed in runs_to_do
             )
         )
-        by_candidate: dict[int, list[tuple[RunRecord, TrainResult, Judgment]]] = {}
-        for (k, _), run in zip(pairs, runs, strict=True):
-            by_candidate.setdefault(k, []).append(run)
-        means = {k: sum(r[2].score for r in rs) / len(rs) for k, rs in by_candidate.items()}
-        winner = max(means, key=lambda k: (means[k], -k))
-        best_run, best_train, best_judgment = max(by_candidate[winner], key=lambda r: r[2].score)
-        self._best_reward = rewards[winner]
+        groups: dict[tuple[int, str], list[tuple[RunRecord, TrainResult, Judgment]]] = {}
+        for (k, config, _), run in zip(runs_to_do, runs, strict=True):
+            groups.setdefault((k, config), []).append(run)
+        means = {g: sum(r[2].score for r in rs) / len(rs) for g, rs in groups.items()}
+        # Ties go to the earlier candidate and config (the preset before its variants).
+        order = {g: i for i, g in enumerate(groups)}
+        winner = max(means, key=lambda g: (means[g], -order[g]))
+        best_run, best_train, best_judgment = max(groups[winner], key=lambda r: r[2].score)
+        candidate, config = winner
+        self._best_reward = rewards[candidate]
         self._best_train = best_train
         self._best_judgment = best_judgment
+        if self._best_run is None or best_judgment.score >= self._best_score:
+            self._best_run, self._best_score = best_run, best_judgment.score
         notes = []
         if inp.seeds > 1:
             notes.append(f"mean over {inp.seeds} seeds: {means[winner]:.2f}")
-        if len(rewards) > 1:
+        if len(groups) > 1:
             notes.append(
-                f"candidate {winner} of {len(rewards)}; candidate means "
-                + ", ".join(f"{means[k]:.2f}" for k in sorted(means))
+                f"candidate {candidate}, config {config} won; group means "
+                + ", ".join(f"c{k}/{c} {m:.2f}" for (k, c), m in means.items())
             )
-        reward = rewards[winner]
+        reward = rewards[candidate]
         return IterationRecord(
             iteration=iteration,
             reward_key=reward.key,
@@ -316,8 +335,9 @@ class SessionWorkflow:
             failure_tags=best_judgment.failure_tags,
             best_run=best_run,
             runs=len(runs),
-            candidate=winner,
+            candidate=candidate,
             candidates=len(rewards),
+            config=config,
         )
 
     async def _one_run(
@@ -330,9 +350,11 @@ class SessionWorkflow:
         timesteps: int,
         seed: int,
         judge: JudgeCode | None,
+        config: str,
+        init: RunRecord | None,
     ) -> tuple[RunRecord, TrainResult, Judgment]:
-        run_name = f"c{candidate}_default_seed_{seed}"
-        trained = await steps.train(iteration, run_name, reward, timesteps, seed)
+        run_name = f"c{candidate}_{config}_seed_{seed}"
+        trained = await steps.train(iteration, run_name, reward, timesteps, seed, config, init)
         self._stage("evaluating", timesteps_done=trained.timesteps_done)
         evaluated = await steps.evaluate(reward, trained, seed)
         self._stage("judging")

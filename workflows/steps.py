@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         JudgeRequest,
         Judgment,
         RewardArtifact,
+        RunRecord,
         SessionInput,
         Stage,
         TrainRequest,
@@ -192,7 +193,14 @@ class Steps:
     # --- train, evaluate, judge --------------------------------------------------------------
 
     async def train(
-        self, iteration: int, run_name: str, reward: RewardArtifact, timesteps: int, seed: int
+        self,
+        iteration: int,
+        run_name: str,
+        reward: RewardArtifact,
+        timesteps: int,
+        seed: int,
+        config: str,
+        init: RunRecord | None,
     ) -> TrainResult:
         trained = await workflow.execute_activity(
             "train_policy",
@@ -204,11 +212,17 @@ class Steps:
                 reward_key=reward.key,
                 timesteps=timesteps,
                 seed=seed,
+                config=config,
+                configs=self.inp.configs,
+                init_model_key=init.model_key if init else None,
+                init_vecnormalize_key=init.vecnormalize_key if init else None,
             ),
             result_type=TrainResult,
             task_queue=self.queue("train"),
             start_to_close_timeout=train_timeout(timesteps),
-            heartbeat_timeout=timedelta(seconds=60),
+            # A dead worker is noticed after this long; the retry resumes from the checkpoint
+            # in the last heartbeat (activities heartbeat every 10 s).
+            heartbeat_timeout=timedelta(seconds=30),
             retry_policy=TRAIN_RETRY,
         )
         self.accounting.training(trained.wall_seconds)

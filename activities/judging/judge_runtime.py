@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,14 @@ class JudgeLoadError(ValueError):
 JUDGE_CALL_BUDGET_S = 60.0  # one call judges a whole episode (up to 1000 steps)
 
 
+def judge_budget_s() -> float:
+    raw = os.environ.get("POLICYFORGE_SANDBOX_JUDGE_CALL_S", "")
+    try:
+        return float(raw) if raw else JUDGE_CALL_BUDGET_S
+    except ValueError:
+        return JUDGE_CALL_BUDGET_S
+
+
 def load_judge(source: str, filename: str = "judge_fn.py") -> Callable[[dict], Any]:
     """judge_fn from generated code, loaded in the sandbox and wrapped in its time budget."""
     guards.register_generated_file(filename)
@@ -39,7 +48,7 @@ def load_judge(source: str, filename: str = "judge_fn.py") -> Callable[[dict], A
     fn = namespace.get("judge_fn")
     if not callable(fn):
         raise JudgeLoadError(f"{filename} defines no judge_fn(trajectory)")
-    budget = guards.Budget(JUDGE_CALL_BUDGET_S, "judge_fn")
+    budget = guards.Budget(judge_budget_s(), "judge_fn")
 
     def judged(trajectory: dict) -> Any:
         budget.arm()

@@ -73,6 +73,9 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self._attribute_name(node, node.attr)
+        if node.attr in ("format", "format_map"):
+            # Checked where it is read, not where it is called: `f = s.format; f(x)`.
+            self._check_format(node)
         # Private attributes only on the object's own state (self._prev), not on modules.
         if node.attr.startswith("_") and not _is_dunder(node.attr):
             owner = node.value
@@ -80,14 +83,9 @@ class _Checker(ast.NodeVisitor):
                 self.fail(node, f"access to the private attribute '.{node.attr}' is not allowed")
         self.generic_visit(node)
 
-    def visit_Call(self, node: ast.Call) -> None:
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in ("format", "format_map"):
-            self._check_format(node, func)
-        self.generic_visit(node)
-
-    def _check_format(self, node: ast.Call, func: ast.Attribute) -> None:
+    def _check_format(self, func: ast.Attribute) -> None:
         # "{0.__class__}".format(x) reaches attributes the tree never names.
+        node = func
         template = func.value
         if not (isinstance(template, ast.Constant) and isinstance(template.value, str)):
             self.fail(

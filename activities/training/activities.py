@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path, PurePosixPath
@@ -20,7 +22,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore, run_prefix
 from activities.logs import activity_logger
-from activities.training.protocol import ChildFailed, ChildRequest
+from activities.training.presets import config_variants
+from activities.training.protocol import CHECKPOINT_FILES, ChildFailed, ChildRequest
 from activities.training.supervisor import run_child
 from workflows.models import (
     EvalRequest,
@@ -170,6 +173,41 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
     return ValidateResult(ok=True, steps=int(result["steps"]))
 
 
+def checkpoint_every(timesteps: int) -> int:
+    """Timesteps between checkpoints: about ten per run, at least 10k steps apart."""
+    raw = os.environ.get("POLICYFORGE_CHECKPOINT_EVERY", "")
+    if raw.isdigit():
+        return int(raw)
+    return max(10_000, timesteps // 10)
+
+
+def _config_overrides(req: TrainRequest) -> dict[str, Any]:
+    try:
+        variants = dict(config_variants(req.env_id, req.configs))
+    except ValueError as exc:
+        raise ApplicationError(str(exc), type="InvalidInput", non_retryable=True) from None
+    if req.config not in variants:
+        raise ApplicationError(
+            f"config: unknown config {req.config!r}; one of {sorted(variants)}",
+            type="InvalidInput",
+            non_retryable=True,
+        )
+    return variants[req.config]
+
+
+def _resume_point() -> TrainProgress | None:
+    """The last heartbeat of an earlier attempt of this activity, if it left a checkpoint."""
+    details = activity.info().heartbeat_details
+    if not details:
+        return None
+    try:
+        raw = details[0]
+        progress = raw if isinstance(raw, TrainProgress) else TrainProgress.model_validate(raw)
+    except Exception:  # noqa: BLE001 - an unreadable heartbeat means starting over
+        return None
+    return progress if progress.checkpoint_key else None
+
+
 @activity.defn(name="train_policy")
 async def train_policy(req: TrainRequest) -> TrainResult:
     log = activity_logger(req.iteration, env_id=req.env_id, run=req.run_name)
@@ -182,20 +220,55 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         reward_filename=_filename(req.reward_key),
         timesteps=req.timesteps,
         seed=req.seed,
+        checkpoint_every=checkpoint_every(req.timesteps),
+        ppo=_config_overrides(req),
     )
     progress = TrainProgress(timesteps=0)
-
-    def on_event(event: dict[str, Any]) -> None:
-        nonlocal progress
-        if event.get("event") == "progress":
-            progress = TrainProgress(
-                timesteps=int(event["timesteps"]), mean_return=event.get("mean_return")
-            )
-            activity.heartbeat(progress)
-
-    log.info("training", timesteps=req.timesteps)
+    resume_from = _resume_point()
     with tempfile.TemporaryDirectory(prefix="pf-train-", ignore_cleanup_errors=True) as tmp:
-        out = Path(tmp)
+        out = Path(tmp) / "out"
+        if resume_from is not None:
+            assert resume_from.checkpoint_key is not None
+            local = Path(tmp) / "resume"
+            for name in CHECKPOINT_FILES:
+                key = resume_from.checkpoint_key + name
+                if name != "scalars.jsonl" or await asyncio.to_thread(store.exists, key):
+                    await _download(store, key, local / name)
+            child = child.model_copy(update={"resume_dir": str(local)})
+            progress = resume_from
+            log.info("resuming", timesteps=resume_from.checkpoint_timesteps)
+        elif req.init_model_key and req.init_vecnormalize_key:
+            init = Path(tmp) / "init"
+            await _download(store, req.init_model_key, init / "model.zip")
+            await _download(store, req.init_vecnormalize_key, init / "vecnormalize.pkl")
+            child = child.model_copy(update={"init_dir": str(init)})
+            log.info("warm start", model=req.init_model_key)
+
+        async def on_event(event: dict[str, Any]) -> None:
+            nonlocal progress
+            kind = event.get("event")
+            if kind == "progress":
+                progress = progress.model_copy(
+                    update={
+                        "timesteps": int(event["timesteps"]),
+                        "mean_return": event.get("mean_return"),
+                    }
+                )
+                activity.heartbeat(progress)
+            elif kind == "checkpoint":
+                # Upload first, then heartbeat its key: a retry only sees complete checkpoints.
+                folder = out / event["dir"]
+                key = f"{prefix}checkpoints/step_{event['timesteps']}/"
+                for name in CHECKPOINT_FILES:
+                    if (folder / name).exists():
+                        await asyncio.to_thread(store.put_file, key + name, folder / name)
+                progress = progress.model_copy(
+                    update={"checkpoint_key": key, "checkpoint_timesteps": event["timesteps"]}
+                )
+                activity.heartbeat(progress)
+                await asyncio.to_thread(shutil.rmtree, folder, True)
+
+        log.info("training", timesteps=req.timesteps)
         try:
             async with _heartbeating(lambda: progress):
                 summary = await run_child("train", child, out, on_event, stall_s=TRAIN_STALL_S)
@@ -209,6 +282,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         timesteps=summary["timesteps_done"],
         wall_seconds=summary["wall_seconds"],
         mean_return=summary["mean_episode_return"],
+        resumed_from=summary.get("resumed_from_timesteps"),
     )
     return TrainResult(
         run_prefix=prefix,
@@ -221,6 +295,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         wall_seconds=float(summary["wall_seconds"]),
         steps_per_second=float(summary["steps_per_second"]),
         still_improving=bool(summary["still_improving"]),
+        resumed_from_timesteps=summary.get("resumed_from_timesteps"),
     )
 
 

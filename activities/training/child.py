@@ -42,6 +42,19 @@ def _protocol_stream() -> IO[str]:
 SHORT_MODES = ("validate", "validate_judge", "judge")
 
 
+def _die_with_parent() -> None:
+    """End with the worker that started us, even when it is SIGKILLed: no orphan keeps
+    training (and writing) after its activity has been handed to another worker."""
+    import ctypes
+    import signal
+
+    parent = os.environ.get("POLICYFORGE_PARENT_PID", "")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if parent.isdigit() and os.getppid() != int(parent):
+        os._exit(EXIT_FAILED)  # the parent was already gone before the line above
+
+
 def _preload(mode: str) -> None:
     """Import the trusted libraries a mode needs before the process confines itself: some do
     things at import time that the confinement forbids (glfw runs a subprocess)."""
@@ -128,6 +141,10 @@ def run(
             ppo_overrides=req.ppo,
             env_kwargs=req.env_kwargs,
             progress_interval_s=req.progress_interval_s,
+            checkpoint_every=req.checkpoint_every,
+            resume_dir=Path(req.resume_dir) if req.resume_dir else None,
+            init_dir=Path(req.init_dir) if req.init_dir else None,
+            eval_every=req.eval_every,
         )
     from activities.training.rollout import evaluate
 
@@ -184,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(EXIT_FAILED)
 
     guards.set_fatal_reporter(fatal)
+    _die_with_parent()
     _preload(args.mode)
     confinement = confine(short=args.mode in SHORT_MODES)
 

@@ -23,6 +23,8 @@ from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
+from activities.training.checkpoints import CheckpointCallback, resume, warm_start
+from activities.training.evaluation import PeriodicEval
 from activities.training.presets import PPOPreset, preset_for
 from activities.training.reward_runtime import LoadedReward
 from activities.training.sim import make_env
@@ -121,7 +123,8 @@ class MetricsCallback(BaseCallback):
 
     def _on_training_start(self) -> None:
         self.scalars_path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.scalars_path.open("w")
+        # Appends: a resumed run continues the scalars its checkpoint carried.
+        self._file = self.scalars_path.open("a")
         self.t_start = self._last_emit = self._last_record = time.monotonic()
         self._steps_at_record = self.num_timesteps
 
@@ -248,31 +251,57 @@ def train(
     env_kwargs: dict[str, Any] | None = None,
     progress_interval_s: float = 2.0,
     callbacks: list[BaseCallback] | None = None,
+    checkpoint_every: int = 0,
+    resume_dir: Path | None = None,
+    eval_every: int = 0,
+    init_dir: Path | None = None,
 ) -> dict[str, Any]:
     if timesteps <= 0:
         raise ValueError(f"timesteps must be positive (got {timesteps})")
     preset = preset_for(env_id, ppo_overrides).fit_budget(timesteps)
 
-    def factory() -> gym.Env:
-        return EpisodeStats(make_env(env_id, reward, env_kwargs))
+    rewards: list[LoadedReward] = []
 
-    venv = VecNormalize(
-        FastDummyVecEnv([factory] * preset.n_envs),
-        norm_obs=preset.norm_obs,
-        norm_reward=preset.norm_reward,
-        clip_obs=preset.clip_obs,
-        gamma=preset.gamma,
-    )
-    model = build_model(preset, venv, seed)
-    callback = MetricsCallback(
-        out_dir / "metrics" / "scalars.jsonl",
-        emit,
-        progress_interval_s,
-        window=max(10, preset.n_envs),
-    )
+    def factory() -> gym.Env:
+        rewards.append(reward.clone())  # per env: stateful rewards keep state per episode
+        return EpisodeStats(make_env(env_id, rewards[-1], env_kwargs))
+
+    scalars = out_dir / "metrics" / "scalars.jsonl"
+    envs = FastDummyVecEnv([factory] * preset.n_envs)
+    resumed_from: int | None = None
+    if resume_dir is not None:
+        model, venv = resume(resume_dir, envs, scalars)
+        resumed_from = int(model.num_timesteps)
+        emit({"event": "resumed", "timesteps": resumed_from})
+    else:
+        scalars.unlink(missing_ok=True)
+        venv = VecNormalize(
+            envs,
+            norm_obs=preset.norm_obs,
+            norm_reward=preset.norm_reward,
+            clip_obs=preset.clip_obs,
+            gamma=preset.gamma,
+        )
+        model = build_model(preset, venv, seed)
+        if init_dir is not None:
+            emit({"event": "warm_start", "applied": warm_start(model, venv, init_dir)})
+    callback = MetricsCallback(scalars, emit, progress_interval_s, window=max(10, preset.n_envs))
+    extra = list(callbacks or [])
+    if checkpoint_every > 0:
+        extra.append(CheckpointCallback(out_dir, scalars, checkpoint_every, emit))
+    if eval_every > 0:
+        # One deterministic episode of the env's own reward every eval_every steps (see
+        # evaluation.py): metrics/evals.jsonl and "eval" events, for bench-train.
+        evals = out_dir / "metrics" / "evals.jsonl"
+        eval_env = make_env(env_id, None, env_kwargs)
+        extra.append(PeriodicEval(eval_env, eval_every, seed, evals, emit))
     t0 = time.monotonic()
     model.learn(
-        total_timesteps=timesteps, callback=[callback, *(callbacks or [])], log_interval=None
+        # The counter carries on from a checkpoint: train only what is left of the budget.
+        total_timesteps=max(timesteps - int(model.num_timesteps), 1),
+        callback=[callback, *extra],
+        log_interval=None,
+        reset_num_timesteps=resume_dir is None,
     )
     wall = time.monotonic() - t0
     model.save(out_dir / "model.zip")
@@ -280,12 +309,15 @@ def train(
     venv.close()
 
     done = int(model.num_timesteps)
+    trained_here = done - (resumed_from or 0)
     summary = {
         "env_id": env_id,
         "timesteps": timesteps,
         "timesteps_done": done,
         "wall_seconds": round(wall, 2),
-        "steps_per_second": round(done / max(wall, 1e-9), 1),
+        "steps_per_second": round(trained_here / max(wall, 1e-9), 1),
+        # Set when this run continued from a checkpoint (a worker died mid-run).
+        "resumed_from_timesteps": resumed_from,
         "mean_episode_return": _mean(callback.episodes[-callback.window :], 1),
         "mean_env_return": _mean(callback.episodes[-callback.window :], 3),
         "episodes": len(callback.episodes),
@@ -296,8 +328,8 @@ def train(
         "env_kwargs": dict(env_kwargs or {}),
         "reward_terms": reward.terms,
         # Steps whose reward was NaN/inf (zeroed) or beyond +-1e6 (clipped) by the sandbox.
-        "nonfinite_rewards": getattr(reward, "nonfinite", 0),
-        "clipped_rewards": getattr(reward, "clipped", 0),
+        "nonfinite_rewards": sum(getattr(r, "nonfinite", 0) for r in rewards),
+        "clipped_rewards": sum(getattr(r, "clipped", 0) for r in rewards),
         "torch_threads": torch.get_num_threads(),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

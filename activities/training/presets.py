@@ -125,6 +125,41 @@ PRESETS: dict[str, PPOPreset] = {
 }
 
 
+# Hyperparameter variants a session trains beside the preset (`configs` > 1), in this order.
+# Each changes one setting within the bounds that stayed stable in the sweeps above: the
+# learning rate by 2x either way, more epochs per update, a little entropy bonus, a wider net.
+VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("lr_half", {"learning_rate": 0.5}),
+    ("lr_double", {"learning_rate": 2.0}),
+    ("epochs_10", {"n_epochs": 10}),
+    ("entropy", {"ent_coef": 0.005}),
+    ("wide_net", {"net_arch": (256, 256)}),
+)
+MAX_CONFIGS = 1 + len(VARIANTS)
+
+
+def config_variants(env_id: str, n: int) -> list[tuple[str, dict[str, Any]]]:
+    """n (name, PPO overrides) pairs: the env's preset first ("default"), then VARIANTS.
+
+    learning_rate in VARIANTS is a factor on the preset's rate; the result stays in
+    [1e-5, 3e-3]. Raises ValueError when n is outside 1..MAX_CONFIGS.
+    """
+    if not 1 <= n <= MAX_CONFIGS:
+        raise ValueError(f"configs must be between 1 and {MAX_CONFIGS} (got {n})")
+    base = preset_for(env_id)
+    out: list[tuple[str, dict[str, Any]]] = [("default", {})]
+    for name, change in VARIANTS[: n - 1]:
+        overrides = dict(change)
+        if "learning_rate" in overrides:
+            overrides["learning_rate"] = min(
+                max(base.learning_rate * overrides["learning_rate"], 1e-5), 3e-3
+            )
+        if "net_arch" in overrides:
+            overrides["net_arch"] = list(overrides["net_arch"])
+        out.append((name, overrides))
+    return out
+
+
 def preset_for(env_id: str, overrides: dict[str, Any] | None = None) -> PPOPreset:
     return PRESETS.get(env_id, DEFAULT).with_overrides(overrides or {})
 

@@ -16,6 +16,8 @@ Mode = Literal["validate", "train", "evaluate", "validate_judge", "judge"]
 RESULT_FILE = "result.json"
 DEFAULT_REWARD_FILENAME = "reward_fn.py"
 DEFAULT_JUDGE_FILENAME = "judge_fn.py"
+# What a training checkpoint folder holds (see activities/training/checkpoints.py).
+CHECKPOINT_FILES = ("model.zip", "vecnormalize.pkl", "scalars.jsonl")
 
 
 class ChildRequest(BaseModel):
@@ -49,6 +51,15 @@ class ChildRequest(BaseModel):
     timesteps: int = 0
     ppo: dict[str, Any] = Field(default_factory=dict)
     progress_interval_s: float = 2.0
+    # Checkpoint every this many timesteps (0: never); resume from a checkpoint folder.
+    checkpoint_every: int = 0
+    resume_dir: str | None = None
+    # Warm start: a folder with model.zip and vecnormalize.pkl whose weights and statistics
+    # the new run starts from (its timestep counter starts at 0).
+    init_dir: str | None = None
+    # Evaluate one deterministic episode (env's own reward) every this many timesteps into
+    # metrics/evals.jsonl (0: never); bench-train uses it.
+    eval_every: int = 0
 
     # evaluate: the trained policy (defaults: model.zip / vecnormalize.pkl in the output folder).
     model_path: str | None = None

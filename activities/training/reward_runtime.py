@@ -76,26 +76,38 @@ class LoadedReward:
         self.nonfinite = 0
         self.clipped = 0
         self._budget = guards.Budget(guards.call_budget_s(), "the reward") if guarded else None
+        self._next_src: Any = None
+        self._next_ro: Any = None
+        self.source: str | None = None  # set by load_reward, for clone()
+        self.filename = "<reward>"
+
+    def clone(self) -> LoadedReward:
+        """A fresh instance (the module run again): one per env, so that state a reward keeps
+        across steps is never shared between the vectorised envs."""
+        if self.source is None:
+            return self
+        return load_reward(self.source, self.filename, strict=self.strict, guarded=self.guarded)
 
     def __call__(self, obs, action, next_obs, info) -> tuple[float, dict[str, float]]:
         self.calls += 1
         if self._budget is None:
             return self._check(self._compute(obs, action, next_obs, info))
-        args = (
-            guards.readonly(obs),
-            guards.readonly(action),
-            guards.readonly(next_obs),
-            guards.readonly_info(info),
-        )
-        self._budget.arm()
+        ro = guards.readonly
+        # This step's obs is the last step's next_obs: reuse its read-only copy.
+        obs_ro = self._next_ro if obs is self._next_src else ro(obs)
+        next_ro = ro(next_obs)
+        self._next_src, self._next_ro = next_obs, next_ro
+        args = (obs_ro, ro(action), next_ro, guards.readonly_info(info))
+        budget = self._budget
+        budget.arm()
         try:
             out = self._compute(*args)
         finally:
-            self._budget.disarm()
+            budget.disarm()
         return self._check(out)
 
     def _check(self, out: Any) -> tuple[float, dict[str, float]]:
-        if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
+        if not (type(out) is tuple and len(out) == 2 and isinstance(out[1], dict)):
             got = type(out).__name__
             if isinstance(out, tuple):
                 got = f"a tuple of {len(out)} ({', '.join(type(x).__name__ for x in out)})"
@@ -108,18 +120,29 @@ class LoadedReward:
             raise RewardLoadError(f"reward returned {len(terms)} terms; at most {MAX_TERMS}")
         try:
             total = float(total)
-            terms = {str(k)[:MAX_TERM_NAME]: float(v) for k, v in terms.items()}
+            terms = {
+                (k if type(k) is str and len(k) <= MAX_TERM_NAME else str(k)[:MAX_TERM_NAME]): (
+                    float(v)
+                )
+                for k, v in terms.items()
+            }
         except (TypeError, ValueError) as exc:
             raise RewardLoadError(
                 f"reward total and terms must be numbers ({exc}); got total "
                 f"{type(total).__name__} and terms {_types(terms)}"
             ) from None
-        values = [total, *terms.values()]
-        if all(math.isfinite(v) for v in values) and abs(total) <= LARGE:
+        finite = math.isfinite(total) and all(map(math.isfinite, terms.values()))
+        if finite and -LARGE <= total <= LARGE:
             return total, terms
-        if self.strict and not all(math.isfinite(v) for v in values):
-            raise RewardLoadError(f"reward is not finite ({total}); terms: {terms}")
-        if not all(math.isfinite(v) for v in values):
+        return self._repair(total, terms, finite)
+
+    def _repair(
+        self, total: float, terms: dict[str, float], finite: bool
+    ) -> tuple[float, dict[str, float]]:
+        """Non-finite or huge rewards: an error in validation; zeroed or clipped in training."""
+        if not finite:
+            if self.strict:
+                raise RewardLoadError(f"reward is not finite ({total}); terms: {terms}")
             self.nonfinite += 1
             if self.calls >= 1000 and self.nonfinite > MAX_NONFINITE_FRACTION * self.calls:
                 raise RewardLoadError(
@@ -167,6 +190,15 @@ def load_reward(
     except Exception as exc:  # noqa: BLE001 - any failure of user code is reported, not raised
         raise RewardLoadError(f"{filename} failed to load: {_one(exc)}") from None
 
+    reward = _reward_from(namespace, filename, strict=strict, guarded=guarded)
+    reward.source = source
+    reward.filename = filename
+    return reward
+
+
+def _reward_from(
+    namespace: dict[str, Any], filename: str, *, strict: bool, guarded: bool
+) -> LoadedReward:
     classes = [
         v
         for v in namespace.values()

@@ -25,7 +25,16 @@ OnEvent = Callable[[dict[str, Any]], Awaitable[None] | None]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Variables the child may see; everything else (credentials, provider keys) stays behind.
 _ENV_ALLOW = {"PATH", "HOME", "LANG", "TMPDIR", "TZ", "MUJOCO_GL", "PYOPENGL_PLATFORM"}
-_ENV_ALLOW_PREFIXES = ("LC_", "EGL_", "__EGL_", "MESA_", "LIBGL_", "GALLIUM_", "LD_LIBRARY_PATH")
+_ENV_ALLOW_PREFIXES = (
+    "LC_",
+    "EGL_",
+    "__EGL_",
+    "MESA_",
+    "LIBGL_",
+    "GALLIUM_",
+    "LD_LIBRARY_PATH",
+    "POLICYFORGE_SANDBOX_",  # the sandbox's own limits (call budgets, memory)
+)
 STDERR_TAIL = 40
 
 
@@ -42,6 +51,7 @@ def child_env() -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     # One thread per run (the child also calls torch.set_num_threads(1)).
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = "1"
+    env["POLICYFORGE_PARENT_PID"] = str(os.getpid())
     return env
 
 

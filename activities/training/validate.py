@@ -6,6 +6,7 @@ Kept apart from training and evaluation so that validating imports neither torch
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -25,6 +26,7 @@ def validate(
     env.action_space.seed(seed)
     env.reset(seed=seed)
     sums: dict[str, float] = defaultdict(float)
+    started = time.perf_counter()
     for _ in range(steps):
         _, total, terminated, truncated, info = env.step(env.action_space.sample())
         terms = info["reward_terms"]
@@ -39,5 +41,10 @@ def validate(
             sums[k] += abs(v)
         if terminated or truncated:
             env.reset()
+    seconds = time.perf_counter() - started
     env.close()
-    return {"steps": steps, "term_magnitudes": {k: v / max(steps, 1) for k, v in sums.items()}}
+    return {
+        "steps": steps,
+        "seconds": round(seconds, 4),
+        "term_magnitudes": {k: v / max(steps, 1) for k, v in sums.items()},
+    }

@@ -106,3 +106,36 @@ def test_run_with_a_model_whose_key_is_set_gets_past_validation():
     )
     # Valid input: it got as far as connecting, and says how to start a server.
     assert "no Temporal server answers" in one_line_error(proc)
+
+
+def test_check_reward_reports_term_magnitudes_or_the_reason(tmp_path: Path):
+    good = tmp_path / "reward_fn.py"
+    good.write_text(
+        "def reward_fn(obs, action, next_obs, info):\n"
+        "    v = float(info['x_velocity'])\n"
+        "    return v, {'forward': v}\n"
+    )
+    proc = run_cli("check-reward", str(good), "--env", "HalfCheetah-v5", "--steps", "50")
+    assert proc.returncode == 0, proc.stderr
+    assert "OK on HalfCheetah-v5" in proc.stdout and "forward" in proc.stdout
+
+    bad = tmp_path / "bad_reward.py"
+    bad.write_text("import socket\ndef reward_fn(obs, action, next_obs, info):\n    return 0, {}\n")
+    line = one_line_error(run_cli("check-reward", str(bad), "--env", "HalfCheetah-v5"))
+    assert "bad_reward.py line 1: import of 'socket' is not allowed" in line
+
+
+def test_check_judge_scores_a_random_episode(tmp_path: Path):
+    judge = tmp_path / "judge_fn.py"
+    judge.write_text(
+        "import numpy as np\n"
+        "def judge_fn(t):\n"
+        "    up = float(np.mean(t['qpos'][:, 1] > 0.8))\n"
+        "    return {'score': up, 'criteria': {'tall': up}, 'diagnosis': 'height',"
+        " 'failure_tags': []}\n"
+    )
+    proc = run_cli("check-judge", str(judge), "--env", "Hopper-v5", "--steps", "50")
+    assert proc.returncode == 0, proc.stderr
+    assert "score" in proc.stdout and "tall" in proc.stdout
+    line = one_line_error(run_cli("check-judge", str(judge), "--env", "Hopperr-v5"))
+    assert "--env: unknown environment" in line

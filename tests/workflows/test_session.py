@@ -54,6 +54,9 @@ class Script:
     judge_errors: list[str] = field(default_factory=list)
     review_corrects: bool = False
     cost_per_call: float = 0.01
+    # Scores by a fragment of the trajectory key ("iter_1/c0_lr_half"): runs judged in
+    # parallel arrive in any order.
+    run_scores: dict[str, float] = field(default_factory=dict)
     calls: dict[str, list] = field(default_factory=dict)
 
     def log(self, name: str, req) -> None:
@@ -181,6 +184,9 @@ class Script:
         async def judge_rollout(req: JudgeRequest) -> Judgment:
             script.log("judge_rollout", req)
             score = script.scores[min(len(script.calls["judge_rollout"]), len(script.scores)) - 1]
+            for fragment, value in script.run_scores.items():
+                if fragment in req.trajectory_key:
+                    score = value
             passed = score >= req.pass_threshold
             return Judgment(
                 score=score,
@@ -457,3 +463,37 @@ async def test_training_time_cap_ends_the_session(temporal_env, queue_prefix):
     # Each stand-in run reports 60 s: the cap is reached after the second iteration.
     assert result.status == "budget_exhausted"
     assert len(result.iterations) == 2 and "max_training_minutes" in result.note
+
+
+async def test_configs_fan_out_and_warm_start_begins_from_the_best_run(temporal_env, queue_prefix):
+    script = Script(
+        scores=[0.0],
+        run_scores={
+            "iter_1/c0_default": 0.2,
+            "iter_1/c0_lr_half": 0.6,
+            "iter_2/c0_default": 0.3,
+            "iter_2/c0_lr_half": 0.9,
+        },
+    )
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=2, configs=2, warm_start=True
+    )
+    first, second = script.calls["train_policy"][:2], script.calls["train_policy"][2:]
+    assert sorted(t.run_name for t in first) == ["c0_default_seed_0", "c0_lr_half_seed_0"]
+    assert all(t.configs == 2 and t.init_model_key is None for t in first)
+    # Iteration 2 starts every run from iteration 1's best run (lr_half scored 0.6).
+    best_key = f"sessions/{result.session_id}/iter_1/c0_lr_half_seed_0/model.zip"
+    assert {t.init_model_key for t in second} == {best_key}
+    assert result.iterations[0].config == "lr_half"
+    assert result.passed and result.iterations[1].config == "lr_half"
+
+
+def test_config_names_match_the_presets_variants():
+    from activities.training.presets import VARIANTS, config_variants
+    from workflows.models import CONFIG_NAMES
+
+    assert ("default", *(name for name, _ in VARIANTS)) == CONFIG_NAMES
+    variants = dict(config_variants("HalfCheetah-v5", len(CONFIG_NAMES)))
+    assert variants["default"] == {}
+    assert variants["lr_half"]["learning_rate"] == pytest.approx(5e-4)
+    assert variants["lr_double"]["learning_rate"] == pytest.approx(2e-3)

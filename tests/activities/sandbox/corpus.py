@@ -78,6 +78,10 @@ HOSTILE: list[tuple[str, str, str]] = [
      "reads attributes or items"),
     ("format_computed", reward("t = '{0.__cl' + 'ass__}'\ns = t.format(obs)\nreturn 0.0, {}"),
      "computed string is not allowed"),
+    ("format_method_reference", reward("f = '{0.__class__}'.format\ns = f(obs)\nreturn 0.0, {}"),
+     "reads attributes or items"),
+    ("typing_eval", reward("typing.get_type_hints(reward_fn, globalns={})\nreturn 0.0, {}",
+                           "import typing"), "import of 'typing' is not allowed"),
     ("infinite_loop", reward("while True:\n    pass"), "ran longer than its 1 s budget"),
     ("loop_swallowing_everything", reward(
         "while True:\n    try:\n        x = 1\n    except:\n        pass"),

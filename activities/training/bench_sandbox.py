@@ -1,0 +1,55 @@
+"""`policyforge bench-sandbox`: what the sandbox's runtime guards cost, side by side in one run.
+
+The same reward function ("run forward": x velocity minus 0.1 |a|^2) runs guarded (the
+sandbox: restricted exec, read-only copies, per-call time budget, result checks) and unguarded
+(plain exec, called directly, as reward-design tools usually do), in the same confined child
+process, alternating, for (a) random-action env steps, which isolates the per-step cost, and
+(b) PPO training, which is what a session pays.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from activities.training.bench import RUN_FORWARD
+from activities.training.local import _run_sync
+from activities.training.protocol import ChildRequest
+from activities.training.supervisor import run_child
+
+
+def _one(mode: str, req: ChildRequest) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="pf-bench-sandbox-") as tmp:
+        return _run_sync(lambda: run_child(mode, req, Path(tmp), stall_s=600))
+
+
+def bench(env_id: str, timesteps: int, steps: int, repeats: int, seed: int = 0) -> dict[str, Any]:
+    rows: dict[str, dict[str, list[float]]] = {
+        "env_steps_per_s": {"unguarded": [], "guarded": []},
+        "train_steps_per_s": {"unguarded": [], "guarded": []},
+    }
+    for r in range(repeats):
+        # Alternate which goes first so that drift on a noisy machine hits both alike.
+        order = ("unguarded", "guarded") if r % 2 == 0 else ("guarded", "unguarded")
+        for variant in order:
+            common = {
+                "env_id": env_id,
+                "reward_source": RUN_FORWARD,
+                "seed": seed,
+                "unguarded": variant == "unguarded",
+            }
+            steps_out = _one("validate", ChildRequest(**common, steps=steps))
+            rows["env_steps_per_s"][variant].append(steps_out["steps"] / steps_out["seconds"])
+            train_out = _one("train", ChildRequest(**common, timesteps=timesteps))
+            rows["train_steps_per_s"][variant].append(float(train_out["steps_per_second"]))
+    out: dict[str, Any] = {"env_id": env_id, "timesteps": timesteps, "steps": steps}
+    for metric, by_variant in rows.items():
+        plain, guarded = median(by_variant["unguarded"]), median(by_variant["guarded"])
+        out[metric] = {
+            "unguarded": round(plain, 1),
+            "guarded": round(guarded, 1),
+            "overhead_pct": round(100 * (plain - guarded) / plain, 2),
+        }
+    return out

@@ -1,0 +1,125 @@
+"""Periodic deterministic evaluation during training, with the evaluation time kept off the clock.
+
+Used by `ppo.train(eval_every=N)` inside the child and by the plain-SB3 side of
+`policyforge bench-train` (`activities.training.bench_plain`), so both sides are measured by
+the same code. Every `every` timesteps the current policy plays one full episode on a separate
+env (deterministic actions, reset with the same seed each time), through the training
+VecNormalize's observation statistics when there is one (observations only: the return is the
+env's own). Evaluations run right after a PPO update (at the first rollout start at or past each
+multiple of `every`, and at the end of training), so the policy evaluated at T timesteps has
+been trained on all T of them and the clock includes the update that produced it.
+
+Each evaluation appends {"timesteps", "train_wall_s", "eval_return", "eval_length", "eval_s"}
+to `evals` and to a JSON-lines file, and is emitted as {"event": "eval", ...}. `train_wall_s`
+is the time since training started minus the time spent evaluating.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def run_episode(
+    env: gym.Env, act: Callable[[np.ndarray], np.ndarray], seed: int
+) -> tuple[float, int]:
+    """One full episode (to termination or the env's time limit): (env return, length)."""
+    obs, _ = env.reset(seed=seed)
+    ret, length = 0.0, 0
+    while True:
+        obs, reward, terminated, truncated, _ = env.step(act(obs))
+        ret += float(reward)
+        length += 1
+        if terminated or truncated:
+            return ret, length
+
+
+class PeriodicEval(BaseCallback):
+    def __init__(
+        self,
+        env: gym.Env,
+        every: int,
+        seed: int,
+        path: Path | None = None,
+        emit: Emit | None = None,
+    ) -> None:
+        super().__init__()
+        if every <= 0:
+            raise ValueError(f"eval every must be positive (got {every})")
+        self.env = env
+        self.every = every
+        self.seed = seed
+        self.path = path
+        self.emit = emit
+        self.evals: list[dict[str, Any]] = []
+        self.eval_seconds = 0.0
+        self._next = every
+        self._file: IO[str] | None = None
+
+    def _init_callback(self) -> None:
+        # A resumed run carries its timestep counter: the next evaluation follows on from it.
+        self._next = (self.num_timesteps // self.every + 1) * self.every
+
+    def _on_training_start(self) -> None:
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a" if self.num_timesteps > 0 else "w")
+        self._t0 = time.monotonic()
+        self.eval_seconds = 0.0
+
+    def train_wall(self) -> float:
+        return time.monotonic() - self._t0 - self.eval_seconds
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_start(self) -> None:
+        # After the previous update: mid-rollout the policy has not learnt from the new steps.
+        if self.num_timesteps >= self._next:
+            self._next = (self.num_timesteps // self.every + 1) * self.every
+            self._evaluate()
+
+    def _on_training_end(self) -> None:
+        # After the last update: always the final evaluation (its wall is the whole run's).
+        if not self.evals or self.evals[-1]["timesteps"] != self.num_timesteps:
+            self._evaluate()
+        if self._file is not None:
+            self._file.close()
+        self.env.close()
+
+    def _act(self, obs: np.ndarray) -> np.ndarray:
+        venv = self.model.get_vec_normalize_env()
+        if venv is not None:
+            # normalize_obs reads the running statistics and never updates them.
+            obs = venv.normalize_obs(obs)
+        action, _ = self.model.predict(obs, deterministic=True)
+        return action
+
+    def _evaluate(self) -> None:
+        wall = self.train_wall()
+        t = time.monotonic()
+        ret, length = run_episode(self.env, self._act, self.seed)
+        spent = time.monotonic() - t
+        self.eval_seconds += spent
+        row = {
+            "timesteps": int(self.num_timesteps),
+            "train_wall_s": round(wall, 3),
+            "eval_return": ret,
+            "eval_length": length,
+            "eval_s": round(spent, 3),
+        }
+        self.evals.append(row)
+        if self._file is not None:
+            self._file.write(json.dumps(row) + "\n")
+            self._file.flush()
+        if self.emit is not None:
+            self.emit({"event": "eval", **row})

@@ -1,0 +1,75 @@
+"""bench-train: the rebuilt env reward, and a tiny end-to-end run of both sides."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from activities.training.bench_train import (
+    REWARD_FILENAME,
+    BenchError,
+    bench,
+    check_reward,
+    reward_source,
+    table,
+)
+from activities.training.reward_runtime import load_reward
+from activities.training.sim import make_env
+from workers.cli import _parser, cmd_bench_train
+
+
+@pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Ant-v5"])
+def test_reward_entries_sum_to_the_env_reward(env_id: str):
+    # Guarded, through RewardWrapper: exactly what the child trains on.
+    env = make_env(env_id, load_reward(reward_source(env_id), REWARD_FILENAME))
+    env.action_space.seed(1)
+    env.reset(seed=1)
+    gaps = []
+    for _ in range(300):
+        _, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        assert any(k.startswith("reward_") for k in info["reward_terms"])
+        gaps.append(abs(reward - info["env_reward"]))
+        if terminated or truncated:
+            env.reset()
+    env.close()
+    assert max(gaps) < 1e-9
+    assert check_reward(env_id) < 1e-9
+
+
+def test_an_env_without_reward_entries_fails_loudly():
+    with pytest.raises(BenchError, match="no reward_\\* entries"):
+        check_reward("CartPole-v1", steps=5)
+
+
+def test_cli_rejects_bad_input_in_one_line():
+    args = _parser().parse_args(["bench-train", "--env", "Nope-v0", "--timesteps", "0"])
+    with pytest.raises(SystemExit) as err:
+        cmd_bench_train(args)
+    assert "--env: unknown environment" in str(err.value) and "--timesteps" in str(err.value)
+
+
+def test_tiny_bench_runs_both_sides(monkeypatch: pytest.MonkeyPatch):
+    # One torch thread for the plain side here: on a loaded 2-core test machine its default
+    # two threads can make a single PPO update take tens of seconds.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    seen: list[tuple[str, int]] = []
+    out = bench(
+        "HalfCheetah-v5",
+        4096,
+        target=-1e9,  # reached at the first evaluation
+        eval_every=2048,
+        on_eval=lambda side, ev: seen.append((side, ev["timesteps"])),
+    )
+    assert seen == [("ours", 2048), ("ours", 4096), ("plain", 2048), ("plain", 4096)]
+    for side in ("ours", "plain"):
+        figures = out[side]
+        assert figures["steps_per_second"] > 0
+        assert [e["timesteps"] for e in figures["evals"]] == [2048, 4096]
+        assert figures["final_eval_length"] == 1000  # one full episode
+        assert np.isfinite(figures["final_eval_return"])
+        assert figures["time_to_target_s"] == figures["evals"][0]["train_wall_s"]
+        walls = [e["train_wall_s"] for e in figures["evals"]]
+        assert 0 < walls[0] < walls[1]
+    assert out["ours"]["n_envs"] == 16 and out["plain"]["n_envs"] == 1
+    assert out["steps_per_second_ratio"] > 0
+    assert "ratio" in table(out)[-1]

@@ -1,0 +1,110 @@
+"""A training worker killed with SIGKILL mid-run: the retried activity resumes from the last
+checkpoint in S3 on a new worker, and the session finishes (real server, S3 and PPO)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from activities.artifacts import ArtifactStore
+from workers.pools import run_pools
+from workers.settings import Settings
+from workflows.models import SessionResult, task_queue
+from workflows.session import SessionWorkflow
+
+CHECKPOINT_EVERY = 4096
+TIMESTEPS = 40_960
+
+
+def start_train_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
+    with log.open("a") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "workers.train"], stdout=out, stderr=subprocess.STDOUT, env=env
+        )
+
+
+async def checkpoint_in_heartbeat(handle, timeout: float = 120) -> dict:
+    """The heartbeat details of the running train_policy once they name a checkpoint."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        desc = await handle.describe()
+        for pending in desc.raw_description.pending_activities:
+            if pending.activity_type.name == "train_policy" and pending.heartbeat_details.payloads:
+                details = json.loads(pending.heartbeat_details.payloads[0].data)
+                if details.get("checkpoint_key"):
+                    return details
+        await asyncio.sleep(0.5)
+    raise AssertionError("no checkpoint was heartbeated")
+
+
+async def test_sigkilled_training_worker_resumes_from_its_checkpoint(
+    temporal_env, s3, queue_prefix, tmp_path
+):
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "POLICYFORGE_QUEUE_PREFIX": queue_prefix,
+        "POLICYFORGE_TRAIN_CONCURRENCY": "1",
+        "POLICYFORGE_CHECKPOINT_EVERY": str(CHECKPOINT_EVERY),
+    }
+    log = tmp_path / "train-worker.log"
+    first = start_train_worker(env, log)
+    second: subprocess.Popen | None = None
+    settings = Settings(queue_prefix=queue_prefix)
+    pools = asyncio.create_task(
+        run_pools(temporal_env.client, settings, ["llm", "judge"], handle_signals=False)
+    )
+    try:
+        handle = await temporal_env.client.start_workflow(
+            SessionWorkflow.run,
+            {
+                "prompt": "run forward as fast as possible",
+                "env_id": "HalfCheetah-v5",
+                "total_timesteps": TIMESTEPS,
+                "max_iterations": 1,
+                "eval_max_steps": 30,
+                "queue_prefix": queue_prefix,
+            },
+            id=f"resume-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue("llm", queue_prefix),
+            result_type=SessionResult,
+        )
+        details = await checkpoint_in_heartbeat(handle)
+        killed_at = details["checkpoint_timesteps"]
+        assert CHECKPOINT_EVERY <= killed_at < TIMESTEPS
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        second = start_train_worker(env, log)
+        result = await asyncio.wait_for(handle.result(), timeout=300)
+    finally:
+        pools.cancel()
+        await asyncio.gather(pools, return_exceptions=True)
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    run = result.best.best_run
+    assert run.timesteps_done >= TIMESTEPS
+    summary = json.loads(ArtifactStore().get_text(run.run_prefix + "summary.json"))
+    # The second worker continued the counter from a checkpoint at or after the one seen.
+    assert summary["resumed_from_timesteps"] is not None
+    assert killed_at <= summary["resumed_from_timesteps"] < TIMESTEPS
+    assert summary["timesteps_done"] >= TIMESTEPS
+    # The scalars of the first attempt survived into the finished run's metrics.
+    lines = ArtifactStore().get_text(run.run_prefix + "metrics/scalars.jsonl").splitlines()
+    steps = [json.loads(line)["timesteps"] for line in lines]
+    assert min(steps) < killed_at and max(steps) >= TIMESTEPS - 4096
+    assert "resuming" in log.read_text()
+    # No orphan: the killed worker's training child died with it.
+    assert (
+        "pf-train"
+        not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    )
