@@ -341,6 +341,8 @@ class TrainRequest(_Model):
     seed: int = 0
     config: str = "default"  # which hyperparameter config (see configs in SessionInput)
     configs: int = 1
+    # Evaluation checkpoints' episode length (None: the env's own); see eval_checkpoints.py.
+    eval_max_steps: int | None = None
     # Warm start: the model (and its VecNormalize) to start from instead of a fresh policy.
     init_model_key: str | None = None
     init_vecnormalize_key: str | None = None

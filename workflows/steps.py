@@ -214,6 +214,7 @@ class Steps:
                 seed=seed,
                 config=config,
                 configs=self.inp.configs,
+                eval_max_steps=self.inp.eval_max_steps,
                 init_model_key=init.model_key if init else None,
                 init_vecnormalize_key=init.vecnormalize_key if init else None,
             ),

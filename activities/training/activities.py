@@ -38,7 +38,11 @@ from workflows.models import (
 
 VALIDATE_TIMEOUT_S = 180.0  # 64 random steps take a second; longer means the reward code hangs
 EVAL_TIMEOUT_S = 900.0
-TRAIN_STALL_S = 300.0  # no progress line for this long: the child hangs (lines come every ~2 s)
+TRAIN_STALL_S = 300.0
+# Deterministic episodes at each evaluation checkpoint (25/50/75/100% of training).
+EVAL_CHECKPOINT_EPISODES = (
+    5  # no progress line for this long: the child hangs (lines come every ~2 s)
+)
 HEARTBEAT_EVERY_S = 10.0
 
 # Files of a training run uploaded under its run prefix.
@@ -222,6 +226,8 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         seed=req.seed,
         checkpoint_every=checkpoint_every(req.timesteps),
         ppo=_config_overrides(req),
+        eval_checkpoint_episodes=EVAL_CHECKPOINT_EPISODES,
+        max_steps=req.eval_max_steps,
     )
     progress = TrainProgress(timesteps=0)
     resume_from = _resume_point()
@@ -277,6 +283,12 @@ async def train_policy(req: TrainRequest) -> TrainResult:
             raise _failure(exc) from None
         for name in TRAIN_OUTPUTS:
             await asyncio.to_thread(store.put_file, prefix + name, out / name)
+        # Evaluation checkpoints and TensorBoard event files, under the same names.
+        for folder in ("evals", "tensorboard"):
+            for path in sorted((out / folder).rglob("*")) if (out / folder).is_dir() else []:
+                if path.is_file():
+                    key = prefix + path.relative_to(out).as_posix()
+                    await asyncio.to_thread(store.put_file, key, path)
     log.info(
         "trained",
         timesteps=summary["timesteps_done"],

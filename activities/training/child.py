@@ -66,7 +66,7 @@ def _preload(mode: str) -> None:
     if mode in ("train", "evaluate", "validate_judge"):
         modules += ["torch", "stable_baselines3", "activities.training.rollout"]
     if mode == "train":
-        modules += ["activities.training.ppo"]
+        modules += ["activities.training.ppo", "tensorboardX"]
     if mode == "validate":
         modules += ["activities.training.validate"]
     for name in modules:
@@ -145,6 +145,8 @@ def run(
             resume_dir=Path(req.resume_dir) if req.resume_dir else None,
             init_dir=Path(req.init_dir) if req.init_dir else None,
             eval_every=req.eval_every,
+            eval_checkpoint_episodes=req.eval_checkpoint_episodes,
+            eval_max_steps=req.max_steps,
         )
     from activities.training.rollout import evaluate
 

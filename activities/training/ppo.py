@@ -24,6 +24,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
 from activities.training.checkpoints import CheckpointCallback, resume, warm_start
+from activities.training.eval_checkpoints import EvalCheckpoints
 from activities.training.evaluation import PeriodicEval
 from activities.training.presets import PPOPreset, preset_for
 from activities.training.reward_runtime import LoadedReward
@@ -106,9 +107,18 @@ class FastDummyVecEnv(DummyVecEnv):
 class MetricsCallback(BaseCallback):
     """Writes one metrics line per PPO update and emits progress at least every interval_s."""
 
-    def __init__(self, scalars: Path, emit: Emit, interval_s: float, window: int) -> None:
+    def __init__(
+        self,
+        scalars: Path,
+        emit: Emit,
+        interval_s: float,
+        window: int,
+        tensorboard: Path | None = None,
+    ) -> None:
         super().__init__()
         self.scalars_path = scalars
+        self.tensorboard_dir = tensorboard
+        self._tb: Any = None
         self.emit = emit
         self.interval_s = interval_s
         self.window = window
@@ -125,6 +135,10 @@ class MetricsCallback(BaseCallback):
         self.scalars_path.parent.mkdir(parents=True, exist_ok=True)
         # Appends: a resumed run continues the scalars its checkpoint carried.
         self._file = self.scalars_path.open("a")
+        if self.tensorboard_dir is not None:
+            from tensorboardX import SummaryWriter
+
+            self._tb = SummaryWriter(str(self.tensorboard_dir))
         self.t_start = self._last_emit = self._last_record = time.monotonic()
         self._steps_at_record = self.num_timesteps
 
@@ -182,6 +196,8 @@ class MetricsCallback(BaseCallback):
     def _on_training_end(self) -> None:
         self._flush()
         self._file.close()
+        if self._tb is not None:
+            self._tb.close()
         self._progress()  # the final count, so supervisors end on the true total
 
     def _flush(self) -> None:
@@ -201,6 +217,10 @@ class MetricsCallback(BaseCallback):
         row["wall_seconds"] = round(now - self.t_start, 2)
         self._file.write(json.dumps(row) + "\n")
         self._file.flush()
+        if self._tb is not None:
+            for key, value in row.items():
+                if key not in ("update", "timesteps") and isinstance(value, int | float):
+                    self._tb.add_scalar(f"policyforge/{key}", value, row["timesteps"])
         self._pending = None
         self._last_record, self._steps_at_record = now, self.num_timesteps
 
@@ -255,6 +275,8 @@ def train(
     resume_dir: Path | None = None,
     eval_every: int = 0,
     init_dir: Path | None = None,
+    eval_checkpoint_episodes: int = 0,
+    eval_max_steps: int | None = None,
 ) -> dict[str, Any]:
     if timesteps <= 0:
         raise ValueError(f"timesteps must be positive (got {timesteps})")
@@ -285,10 +307,28 @@ def train(
         model = build_model(preset, venv, seed)
         if init_dir is not None:
             emit({"event": "warm_start", "applied": warm_start(model, venv, init_dir)})
-    callback = MetricsCallback(scalars, emit, progress_interval_s, window=max(10, preset.n_envs))
+    callback = MetricsCallback(
+        scalars,
+        emit,
+        progress_interval_s,
+        window=max(10, preset.n_envs),
+        tensorboard=out_dir / "tensorboard",
+    )
     extra = list(callbacks or [])
     if checkpoint_every > 0:
         extra.append(CheckpointCallback(out_dir, scalars, checkpoint_every, emit))
+    if eval_checkpoint_episodes > 0:
+        extra.append(
+            EvalCheckpoints(
+                env_id,
+                reward,
+                timesteps,
+                out_dir,
+                emit,
+                episodes=eval_checkpoint_episodes,
+                max_steps=eval_max_steps,
+            )
+        )
     if eval_every > 0:
         # One deterministic episode of the env's own reward every eval_every steps (see
         # evaluation.py): metrics/evals.jsonl and "eval" events, for bench-train.
@@ -326,6 +366,7 @@ def train(
         "seed": seed,
         "hyperparameters": preset.as_dict(),
         "env_kwargs": dict(env_kwargs or {}),
+        "episode": episode_settings(envs.envs[0]),
         "reward_terms": reward.terms,
         # Steps whose reward was NaN/inf (zeroed) or beyond +-1e6 (clipped) by the sandbox.
         "nonfinite_rewards": sum(getattr(r, "nonfinite", 0) for r in rewards),
@@ -334,6 +375,26 @@ def train(
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def episode_settings(env: gym.Env) -> dict[str, Any]:
+    """The episode rules this run trained under, read from the live env (its config)."""
+    raw: Any = env.unwrapped
+    return {
+        "max_episode_steps": env.spec.max_episode_steps if env.spec else None,
+        "frame_skip": int(raw.frame_skip),
+        "dt": float(raw.dt),
+        "terminates_early": _terminates_early(raw),
+    }
+
+
+def _terminates_early(raw: Any) -> bool:
+    """Whether an episode can end before its time limit (a fall, a dropped pole)."""
+    flag = getattr(raw, "_terminate_when_unhealthy", None)
+    if flag is not None:
+        return bool(flag)
+    # The pendulums always end when the pole falls; HalfCheetah, Swimmer, Reacher never end.
+    return "InvertedPendulum" in type(raw).__name__ or "InvertedDouble" in type(raw).__name__
 
 
 def _mean(episodes: list[tuple[int, float, int, float]], idx: int) -> float | None:

@@ -57,6 +57,9 @@ class ChildRequest(BaseModel):
     # Warm start: a folder with model.zip and vecnormalize.pkl whose weights and statistics
     # the new run starts from (its timestep counter starts at 0).
     init_dir: str | None = None
+    # Evaluation checkpoints at 25/50/75/100%: episodes each (0: none); their length cap is
+    # max_steps below.
+    eval_checkpoint_episodes: int = 0
     # Evaluate one deterministic episode (env's own reward) every this many timesteps into
     # metrics/evals.jsonl (0: never); bench-train uses it.
     eval_every: int = 0

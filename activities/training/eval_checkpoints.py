@@ -1,0 +1,125 @@
+"""Evaluation checkpoints at 25/50/75/100% of training: run inside the child only.
+
+At each point (right after a PPO update) the current model and VecNormalize are saved to
+`evals/pct_<p>/`, the policy plays `episodes` deterministic episodes (seeds 0..n-1, the
+session's reward, at most `max_steps` steps), and the episodes at the 10th percentile, median
+and 90th percentile of the return are kept as `p10|median|p90.npz` (the evaluation trajectory
+format) and `.mp4` (re-played with rendering, the first `video_frames` frames at
+`video_size` px: software rendering is the slow part). `returns.json` lists every episode.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from activities.training.reward_runtime import LoadedReward
+from activities.training.rollout import Mp4Writer, collect, video_stride
+from activities.training.sim import make_env
+
+FRACTIONS = (0.25, 0.5, 0.75, 1.0)
+PICKS = (("p10", 0.1), ("median", 0.5), ("p90", 0.9))
+
+
+class EvalCheckpoints(BaseCallback):
+    def __init__(
+        self,
+        env_id: str,
+        reward: LoadedReward,
+        total: int,
+        out_dir: Path,
+        emit: Callable[[dict[str, Any]], None],
+        *,
+        episodes: int = 5,
+        max_steps: int | None = None,
+        video_size: int = 240,
+        video_frames: int = 300,
+    ) -> None:
+        super().__init__()
+        self.env_id = env_id
+        self.reward = reward
+        self.total = total
+        self.out_dir = out_dir
+        self.emit = emit
+        self.episodes = episodes
+        self.max_steps = max_steps
+        self.video_size = video_size
+        self.video_frames = video_frames
+        self._todo = list(FRACTIONS)
+
+    def _init_callback(self) -> None:
+        # A resumed run skips the points its earlier attempt already passed.
+        self._todo = [f for f in FRACTIONS if f * self.total > self.num_timesteps or f == 1.0]
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_start(self) -> None:
+        while (
+            self._todo and self._todo[0] < 1.0 and self.num_timesteps >= self._todo[0] * self.total
+        ):
+            self._checkpoint(self._todo.pop(0))
+
+    def _on_training_end(self) -> None:
+        if self._todo:
+            self._checkpoint(1.0)
+            self._todo.clear()
+
+    def _act(self) -> Callable[[np.ndarray], np.ndarray]:
+        venv = self.model.get_vec_normalize_env()
+        model = self.model
+
+        def act(obs: np.ndarray) -> np.ndarray:
+            x = venv.normalize_obs(obs) if venv is not None else obs
+            return model.predict(x, deterministic=True)[0]
+
+        return act
+
+    def _checkpoint(self, fraction: float) -> None:
+        pct = round(fraction * 100)
+        folder = self.out_dir / "evals" / f"pct_{pct}"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model.save(folder / "model.zip")
+        venv = self.model.get_vec_normalize_env()
+        if venv is not None:
+            venv.save(str(folder / "vecnormalize.pkl"))
+        act = self._act()
+        runs = []
+        for seed in range(self.episodes):
+            env = make_env(self.env_id, self.reward.clone())
+            try:
+                arrays, stats = collect(env, act, seed, self.max_steps)
+            finally:
+                env.close()
+            runs.append((stats["episode_return"], seed, arrays, stats))
+        runs.sort(key=lambda r: r[0])
+        picked: dict[str, Any] = {}
+        for name, q in PICKS:
+            ret, seed, arrays, stats = runs[round(q * (len(runs) - 1))]
+            np.savez_compressed(folder / f"{name}.npz", **arrays)
+            self._video(act, seed, folder / f"{name}.mp4")
+            picked[name] = {"seed": seed, "return": ret, "length": stats["episode_length"]}
+        summary = {
+            "fraction": fraction,
+            "timesteps": int(self.num_timesteps),
+            "returns": [r[0] for r in sorted(runs, key=lambda r: r[1])],
+            "picked": picked,
+        }
+        (folder / "returns.json").write_text(json.dumps(summary, indent=2) + "\n")
+        self.emit({"event": "eval_checkpoint", "pct": pct, "timesteps": int(self.num_timesteps)})
+
+    def _video(self, act: Callable[[np.ndarray], np.ndarray], seed: int, path: Path) -> None:
+        env = make_env(self.env_id, self.reward.clone(), render_size=self.video_size)
+        stride, fps = video_stride(float(env.unwrapped.dt))  # type: ignore[attr-defined]
+        steps = min(self.max_steps or 10**9, self.video_frames * stride)
+        writer = Mp4Writer(path, fps)
+        try:
+            collect(env, act, seed, steps, writer, stride)
+        finally:
+            env.close()
+            writer.close()

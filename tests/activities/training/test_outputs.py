@@ -1,0 +1,72 @@
+"""What an RL user opens after a run: scalars, TensorBoard events, evaluation checkpoints."""
+
+from __future__ import annotations
+
+import json
+
+import av
+import numpy as np
+from tensorboardX.proto import event_pb2
+
+from activities.training.protocol import ChildRequest
+from activities.training.supervisor import run_child
+from tests.activities.training.rewards import RUN_FORWARD
+
+
+def tensorboard_tags(folder) -> set[str]:
+    import struct
+
+    tags = set()
+    for path in folder.glob("events.out.tfevents.*"):
+        data = path.read_bytes()
+        pos = 0
+        while pos < len(data):
+            (length,) = struct.unpack("<Q", data[pos : pos + 8])
+            event = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + length])
+            tags.update(v.tag for v in event.summary.value)
+            pos += 12 + length + 4
+    return tags
+
+
+async def test_training_leaves_scalars_tensorboard_and_eval_checkpoints(tmp_path):
+    req = ChildRequest(
+        env_id="Hopper-v5",
+        reward_source=RUN_FORWARD,
+        timesteps=8192,
+        eval_checkpoint_episodes=3,
+        max_steps=20,
+    )
+    events: list[dict] = []
+    await run_child("train", req, tmp_path, events.append, timeout_s=300)
+
+    rows = [
+        json.loads(line) for line in (tmp_path / "metrics/scalars.jsonl").read_text().splitlines()
+    ]
+    for key in (
+        "policy_loss",
+        "value_loss",
+        "entropy_loss",
+        "approx_kl",
+        "clip_fraction",
+        "explained_variance",
+        "ep_return_mean",
+        "steps_per_second",
+        "term_forward",
+    ):
+        assert key in rows[-1], key  # fmt: skip
+    tags = tensorboard_tags(tmp_path / "tensorboard")
+    assert {"policyforge/value_loss", "policyforge/ep_return_mean"} <= tags
+
+    assert [e["pct"] for e in events if e.get("event") == "eval_checkpoint"] == [25, 50, 75, 100]
+    for pct in (25, 50, 75, 100):
+        folder = tmp_path / "evals" / f"pct_{pct}"
+        summary = json.loads((folder / "returns.json").read_text())
+        assert len(summary["returns"]) == 3 and set(summary["picked"]) == {"p10", "median", "p90"}
+        picked = summary["picked"]
+        assert picked["p10"]["return"] <= picked["median"]["return"] <= picked["p90"]["return"]
+        assert (folder / "model.zip").exists() and (folder / "vecnormalize.pkl").exists()
+        for name in ("p10", "median", "p90"):
+            with np.load(folder / f"{name}.npz") as npz:
+                assert 1 <= len(npz["action"]) <= 20 and "qpos" in npz.files
+            with av.open(str(folder / f"{name}.mp4")) as video:
+                assert sum(1 for _ in video.decode(video=0)) >= 1
