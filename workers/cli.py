@@ -91,6 +91,7 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--configs", type=int, default=None, help="PPO hyperparameter configs per candidate"
     )
+    p.add_argument("--algo", choices=("ppo", "sac", "td3"), default=None, help="default ppo")
     p.add_argument(
         "--warm-start",
         action="store_true",
@@ -135,6 +136,7 @@ def session_input(args: argparse.Namespace) -> dict[str, Any]:
         ("eval_max_steps", args.eval_max_steps),
         ("candidates", args.candidates),
         ("configs", args.configs),
+        ("algo", args.algo),
         ("warm_start", args.warm_start),
         ("max_llm_cost_usd", args.max_llm_cost_usd),
         ("max_training_minutes", args.max_training_minutes),

@@ -59,6 +59,7 @@ Stage = Literal[
     "evaluating",
     "judging",
     "revising",
+    "awaiting_approval",
     "done",
     "failed",
 ]
@@ -92,6 +93,13 @@ class SessionInput(_Model):
     configs: int = 1
     # Start each iteration's training from the best policy so far instead of from scratch.
     warm_start: bool = False
+    # The RL algorithm: PPO (default, presets per env), SAC or TD3 (rl-zoo settings).
+    algo: Literal["ppo", "sac", "td3"] = "ppo"
+    # A person approves rewards before training: never, the first iteration's, or every one.
+    approval: Literal["none", "first", "every"] = "none"
+    # How long an approval gate waits, and what happens when nobody answers.
+    approval_timeout_s: int = 3600
+    approval_timeout_action: Literal["approve", "abort"] = "approve"
     # Caps: reaching one ends the session as budget_exhausted, keeping the best policy so far.
     max_llm_cost_usd: float | None = None
     max_training_minutes: float | None = None
@@ -138,10 +146,16 @@ def input_errors(data: dict) -> list[str]:
         errors.append(f"pass_threshold: must be in (0, 1] (got {inp.pass_threshold})")
     if not inp.llm_model.strip():
         errors.append("llm_model: is empty; use 'offline' or a model name")
+    if inp.algo != "ppo" and inp.configs > 1:
+        errors.append("configs: hyperparameter configs are PPO's; use configs=1 with sac or td3")
+    if inp.algo != "ppo" and inp.warm_start:
+        errors.append("warm_start: only PPO runs warm-start; leave it off with sac or td3")
     if not 1 <= inp.configs <= MAX_CONFIGS:
         errors.append(f"configs: must be between 1 and {MAX_CONFIGS} (got {inp.configs})")
     if not 1 <= inp.candidates <= MAX_CANDIDATES:
         errors.append(f"candidates: must be between 1 and {MAX_CANDIDATES} (got {inp.candidates})")
+    if inp.approval_timeout_s <= 0:
+        errors.append(f"approval_timeout_s: must be positive (got {inp.approval_timeout_s})")
     for field in ("max_llm_cost_usd", "max_training_minutes"):
         value = getattr(inp, field)
         if value is not None and value <= 0:
@@ -175,6 +189,14 @@ class Criterion(_Model):
     direction: Literal["at_least", "at_most", "near"] = "at_least"
     tolerance: float = 0.0
     weight: float = 1.0
+
+
+class ApprovalDecision(_Model):
+    """What a person answers at an approval gate (`approve_reward` update or `approve` signal)."""
+
+    approve: bool = True
+    note: str = ""
+    iteration: int | None = None  # the iteration being approved (None: whichever waits)
 
 
 class LLMCall(_Model):
@@ -341,6 +363,7 @@ class TrainRequest(_Model):
     seed: int = 0
     config: str = "default"  # which hyperparameter config (see configs in SessionInput)
     configs: int = 1
+    algo: str = "ppo"
     # Evaluation checkpoints' episode length (None: the env's own); see eval_checkpoints.py.
     eval_max_steps: int | None = None
     # Warm start: the model (and its VecNormalize) to start from instead of a fresh policy.
@@ -373,6 +396,7 @@ class EvalRequest(_Model):
     seed: int = 0
     max_steps: int | None = None
     record_video: bool = True
+    algo: str = "ppo"
 
 
 class EvalResult(_Model):
@@ -424,6 +448,8 @@ class ReviseRequest(_Model):
     timesteps_cap: int
     candidate: int = 0
     candidates: int = 1
+    # What people said since the last revision (give_feedback / feedback signal).
+    feedback: list[str] = Field(default_factory=list)
 
 
 class ReviseResult(_Model):
@@ -487,11 +513,16 @@ class SessionStatus(_Model):
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
     training_seconds: float = 0.0
     note: str | None = None  # e.g. which budget ran out
+    approval: str = "none"
+    awaiting_approval: int | None = None  # the iteration waiting for a person, if any
+    pending_rewards: list[RewardArtifact] = Field(default_factory=list)  # what awaits approval
+    feedback_pending: int = 0
+    signal_errors: list[str] = Field(default_factory=list)  # invalid signals, newest last
 
 
 class SessionResult(_Model):
     session_id: str
-    status: Literal["passed", "not_passed", "budget_exhausted"]
+    status: Literal["passed", "not_passed", "budget_exhausted", "aborted"]
     passed: bool
     model_label: str
     # None only when a budget ran out before the first iteration was judged.

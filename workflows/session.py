@@ -9,17 +9,20 @@ themselves live in `workflows/steps.py`.
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.accounting import Accounting, BudgetExhausted
+    from workflows.details import details_markdown
     from workflows.models import (
         CONFIG_NAMES,
         OFFLINE_LABEL,
         OFFLINE_MODEL,
+        ApprovalDecision,
         AuthorRequest,
         AuthorResult,
         Criterion,
@@ -42,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         TrainResult,
         input_errors,
     )
+    from workflows.steering import Steering
     from workflows.steps import Steps
 
 
@@ -50,8 +54,10 @@ def _is_offline(model: str) -> bool:
 
 
 @workflow.defn
-class SessionWorkflow:
+class SessionWorkflow(Steering):
     def __init__(self) -> None:
+        super().__init__()
+        self._max_iterations = 0
         self._status: SessionStatus | None = None
         self._accounting: Accounting | None = None
         # The last iteration's winning candidate: what the reviser starts from.
@@ -71,7 +77,12 @@ class SessionWorkflow:
         if self._accounting is not None:
             changes.setdefault("llm_usage", self._accounting.session)
             changes.setdefault("training_seconds", round(self._accounting.training_seconds, 2))
+        changes.setdefault("max_iterations", self._max_iterations + self._extra_iterations)
+        changes.setdefault("awaiting_approval", self._awaiting_approval)
+        changes.setdefault("feedback_pending", len(self._feedback))
+        changes.setdefault("signal_errors", list(self._signal_errors))
         self._status = self._status.model_copy(update={"stage": stage, **changes})
+        workflow.set_current_details(details_markdown(self._status))
 
     @workflow.run
     async def run(self, raw_input: dict[str, Any]) -> SessionResult:
@@ -94,19 +105,33 @@ class SessionWorkflow:
             timesteps_target=inp.total_timesteps,
             best_score=None,
             best_iteration=None,
+            approval=inp.approval,
         )
+        self._max_iterations = inp.max_iterations
         self._accounting = Accounting(inp)
         steps = Steps(inp, session_id, _is_offline(inp.llm_model), self._accounting, self._stage)
         workflow.logger.info("session started", extra={"session_id": session_id})
 
         records: list[IterationRecord] = []
         note: str | None = None
+        main = asyncio.create_task(self._iterate(inp, session_id, steps, records))
+        # An abort (update or signal) cancels the loop and its running activities.
+        await workflow.wait_condition(lambda: main.done() or self._abort_reason is not None)
+        if not main.done():
+            main.cancel()
         try:
-            await self._iterate(inp, session_id, steps, records)
+            await main
         except BudgetExhausted as exc:
             note = str(exc)
             workflow.logger.info("budget exhausted", extra={"session_id": session_id})
-        return self._result(session_id, records, note)
+        except (asyncio.CancelledError, ActivityError):
+            # Cancelled activities surface as either, depending on where the loop was waiting.
+            if self._abort_reason is None:
+                raise
+        if self._abort_reason is not None:
+            note = f"aborted: {self._abort_reason}"
+        self._ended = True
+        return self._result(session_id, records, note, aborted=self._abort_reason is not None)
 
     async def _iterate(
         self, inp: SessionInput, session_id: str, steps: Steps, records: list[IterationRecord]
@@ -171,11 +196,15 @@ class SessionWorkflow:
         changes: str | None = None
         review_notes: str | None = None
         judge_valid = False
-        for iteration in range(1, inp.max_iterations + 1):
+        iteration = 0
+        # extend() raises the limit while the session runs.
+        while iteration < inp.max_iterations + self._extra_iterations:
+            iteration += 1
             if iteration > 1:
                 acc.new_iteration()
                 # Revise from the last iteration's winning candidate and its evidence.
                 self._stage("revising", iteration=iteration)
+                feedback = self._take_feedback()
                 revised = await asyncio.gather(
                     *(
                         steps.llm(
@@ -194,6 +223,7 @@ class SessionWorkflow:
                                 timesteps_cap=inp.timesteps_cap,
                                 candidate=k,
                                 candidates=inp.candidates,
+                                feedback=feedback,
                             ),
                             ReviseResult,
                         )
@@ -242,6 +272,8 @@ class SessionWorkflow:
                 judge = await steps.valid_judge(judge, rewards[0].key, criteria)
                 judge_valid = True
             acc.check()
+            if inp.approval == "every" or (inp.approval == "first" and iteration == 1):
+                await self._approval_gate(inp, iteration, rewards)
 
             record = await self._train_and_judge(
                 inp, steps, iteration, rewards, criteria, timesteps, judge
@@ -373,12 +405,44 @@ class SessionWorkflow:
         )
         return run, trained, judgment
 
+    async def _approval_gate(
+        self, inp: SessionInput, iteration: int, rewards: list[RewardArtifact]
+    ) -> None:
+        """Wait for a person to approve this iteration's reward(s) before any training."""
+        self._awaiting_approval, self._decision = iteration, None
+        self._stage("awaiting_approval", iteration=iteration, pending_rewards=list(rewards))
+        try:
+            await workflow.wait_condition(
+                lambda: self._decision is not None,
+                timeout=timedelta(seconds=inp.approval_timeout_s),
+            )
+        except TimeoutError:
+            if inp.approval_timeout_action == "abort":
+                self._abort_reason = f"no approval within {inp.approval_timeout_s} s"
+            else:
+                self._decision = ApprovalDecision(note="approved by timeout")
+        finally:
+            self._awaiting_approval = None
+        if self._decision is not None and not self._decision.approve:
+            self._abort_reason = "reward rejected" + (
+                f": {self._decision.note}" if self._decision.note else ""
+            )
+        if self._abort_reason is not None:
+            await workflow.wait_condition(lambda: False)  # run() cancels this loop
+        self._stage("training", iteration=iteration, pending_rewards=[])
+
     def _result(
-        self, session_id: str, records: list[IterationRecord], note: str | None
+        self,
+        session_id: str,
+        records: list[IterationRecord],
+        note: str | None,
+        aborted: bool = False,
     ) -> SessionResult:
         assert self._status is not None and self._accounting is not None
         best = max(records, key=lambda r: (r.passed, r.score)) if records else None
-        if note is not None:
+        if aborted:
+            status = "aborted"
+        elif note is not None:
             status = "budget_exhausted"
         else:
             status = "passed" if best is not None and best.passed else "not_passed"

@@ -186,6 +186,8 @@ def checkpoint_every(timesteps: int) -> int:
 
 
 def _config_overrides(req: TrainRequest) -> dict[str, Any]:
+    if req.algo != "ppo":
+        return {}
     try:
         variants = dict(config_variants(req.env_id, req.configs))
     except ValueError as exc:
@@ -228,6 +230,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         ppo=_config_overrides(req),
         eval_checkpoint_episodes=EVAL_CHECKPOINT_EPISODES,
         max_steps=req.eval_max_steps,
+        algo=req.algo,
     )
     progress = TrainProgress(timesteps=0)
     resume_from = _resume_point()
@@ -332,6 +335,7 @@ async def evaluate_policy(req: EvalRequest) -> EvalResult:
             vecnormalize_path=str(vecnorm),
             max_steps=req.max_steps,
             record_video=req.record_video,
+            algo=req.algo,
         )
         try:
             async with _heartbeating():

@@ -66,7 +66,7 @@ def _preload(mode: str) -> None:
     if mode in ("train", "evaluate", "validate_judge"):
         modules += ["torch", "stable_baselines3", "activities.training.rollout"]
     if mode == "train":
-        modules += ["activities.training.ppo", "tensorboardX"]
+        modules += ["activities.training.ppo", "activities.training.offpolicy", "tensorboardX"]
     if mode == "validate":
         modules += ["activities.training.validate"]
     for name in modules:
@@ -129,6 +129,20 @@ def run(
 
         return validate(req.env_id, reward, req.steps, req.seed, req.env_kwargs)
     if mode == "train":
+        common: dict[str, Any] = {
+            "env_kwargs": req.env_kwargs,
+            "progress_interval_s": req.progress_interval_s,
+            "checkpoint_every": req.checkpoint_every,
+            "resume_dir": Path(req.resume_dir) if req.resume_dir else None,
+            "eval_checkpoint_episodes": req.eval_checkpoint_episodes,
+            "eval_max_steps": req.max_steps,
+        }
+        if req.algo != "ppo":
+            from activities.training.offpolicy import train as train_offpolicy
+
+            return train_offpolicy(
+                req.algo, req.env_id, reward, req.timesteps, req.seed, out, emit, **common
+            )
         from activities.training.ppo import train
 
         return train(
@@ -139,14 +153,9 @@ def run(
             out,
             emit,
             ppo_overrides=req.ppo,
-            env_kwargs=req.env_kwargs,
-            progress_interval_s=req.progress_interval_s,
-            checkpoint_every=req.checkpoint_every,
-            resume_dir=Path(req.resume_dir) if req.resume_dir else None,
             init_dir=Path(req.init_dir) if req.init_dir else None,
             eval_every=req.eval_every,
-            eval_checkpoint_episodes=req.eval_checkpoint_episodes,
-            eval_max_steps=req.max_steps,
+            **common,
         )
     from activities.training.rollout import evaluate
 
@@ -161,6 +170,7 @@ def run(
         req.record_video,
         req.video_size,
         req.env_kwargs,
+        req.algo,
     )
 
 

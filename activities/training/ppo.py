@@ -42,6 +42,9 @@ _TRAIN_KEYS = {
     "train/explained_variance": "explained_variance",
     "train/loss": "loss",
     "train/std": "action_std",
+    "train/actor_loss": "actor_loss",
+    "train/critic_loss": "critic_loss",
+    "train/ent_coef": "ent_coef",
 }
 
 
@@ -210,7 +213,9 @@ class MetricsCallback(BaseCallback):
         for key, name in _TRAIN_KEYS.items():
             if key in values:
                 row[name] = float(values[key])
-        row["learning_rate"] = float(self.model.policy.optimizer.param_groups[0]["lr"])
+        # PPO has one optimizer; SAC and TD3 an actor's and a critic's (same rate).
+        optimizer = getattr(self.model.policy, "optimizer", None) or self.model.actor.optimizer
+        row["learning_rate"] = float(optimizer.param_groups[0]["lr"])
         row["steps_per_second"] = round(
             (self.num_timesteps - self._steps_at_record) / max(now - self._last_record, 1e-9), 1
         )
@@ -346,8 +351,31 @@ def train(
     wall = time.monotonic() - t0
     model.save(out_dir / "model.zip")
     venv.save(str(out_dir / "vecnormalize.pkl"))
+    summary = summarize(
+        env_id, timesteps, seed, model, callback, wall, resumed_from,
+        {"algo": "ppo", **preset.as_dict()}, env_kwargs, reward, rewards,
+        episode_settings(envs.envs[0]), out_dir,
+    )  # fmt: skip
     venv.close()
+    return summary
 
+
+def summarize(
+    env_id: str,
+    timesteps: int,
+    seed: int,
+    model: Any,
+    callback: MetricsCallback,
+    wall: float,
+    resumed_from: int | None,
+    hyperparameters: dict[str, Any],
+    env_kwargs: dict[str, Any] | None,
+    reward: LoadedReward,
+    rewards: list[LoadedReward],
+    episode: dict[str, Any],
+    out_dir: Path,
+) -> dict[str, Any]:
+    """summary.json (written) for any algorithm's finished run."""
     done = int(model.num_timesteps)
     trained_here = done - (resumed_from or 0)
     summary = {
@@ -364,9 +392,9 @@ def train(
         "term_means": _final_term_means(callback.rollout_terms, done),
         "still_improving": _still_improving(callback.episodes, done),
         "seed": seed,
-        "hyperparameters": preset.as_dict(),
+        "hyperparameters": hyperparameters,
         "env_kwargs": dict(env_kwargs or {}),
-        "episode": episode_settings(envs.envs[0]),
+        "episode": episode,
         "reward_terms": reward.terms,
         # Steps whose reward was NaN/inf (zeroed) or beyond +-1e6 (clipped) by the sandbox.
         "nonfinite_rewards": sum(getattr(r, "nonfinite", 0) for r in rewards),

@@ -47,6 +47,9 @@ class ChildRequest(BaseModel):
     # validate: random-action steps to run.
     steps: int = 64
 
+    # train / evaluate: the algorithm ("ppo", "sac" or "td3").
+    algo: str = "ppo"
+
     # train: budget, PPO settings over the env's preset (see presets.py), progress cadence.
     timesteps: int = 0
     ppo: dict[str, Any] = Field(default_factory=dict)

@@ -36,6 +36,7 @@ def evaluate(
     record_video: bool,
     video_size: int = 480,
     env_kwargs: dict[str, Any] | None = None,
+    algo: str = "ppo",
 ) -> dict[str, Any]:
     env = make_env(env_id, reward, env_kwargs, render_size=video_size if record_video else None)
     # The raw env is stepped directly (raw obs for the trajectory); VecNormalize only normalises
@@ -43,11 +44,7 @@ def evaluate(
     vecnorm = VecNormalize.load(str(vecnormalize_path), DummyVecEnv([lambda: env]))
     vecnorm.training = False
     vecnorm.norm_reward = False
-    model = PPO.load(
-        str(model_path),
-        device="cpu",
-        custom_objects={"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": 0.2},
-    )
+    model = load_model(algo, model_path)
 
     def act(obs: np.ndarray) -> np.ndarray:
         action, _ = model.predict(vecnorm.normalize_obs(obs), deterministic=True)
@@ -72,6 +69,20 @@ def evaluate(
         "fps": fps,
         "frames": writer.frames if writer is not None else 0,
     }
+
+
+def load_model(algo: str, path: Path) -> Any:
+    """A trained model of any of our algorithms, for acting only."""
+    if algo == "ppo":
+        # Schedules are pickled closures; evaluation never needs them.
+        return PPO.load(
+            str(path),
+            device="cpu",
+            custom_objects={"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": 0.2},
+        )
+    from stable_baselines3 import SAC, TD3
+
+    return {"sac": SAC, "td3": TD3}[algo].load(str(path), device="cpu")
 
 
 def random_trajectory(

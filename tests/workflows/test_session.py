@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass, field
 
@@ -57,6 +58,7 @@ class Script:
     # Scores by a fragment of the trajectory key ("iter_1/c0_lr_half"): runs judged in
     # parallel arrive in any order.
     run_scores: dict[str, float] = field(default_factory=dict)
+    hang_from_iteration: int = 0  # train_policy hangs (until cancelled) from this iteration
     calls: dict[str, list] = field(default_factory=dict)
 
     def log(self, name: str, req) -> None:
@@ -157,6 +159,15 @@ class Script:
         @activity.defn(name="train_policy")
         async def train_policy(req: TrainRequest) -> TrainResult:
             script.log("train_policy", req)
+            if script.hang_from_iteration and req.iteration >= script.hang_from_iteration:
+                # Runs until cancelled (heartbeats carry the cancellation).
+                try:
+                    while True:
+                        activity.heartbeat()
+                        await asyncio.sleep(0.1)
+                except asyncio.CancelledError:
+                    script.log("train_cancelled", req)
+                    raise
             prefix = f"sessions/{req.session_id}/iter_{req.iteration}/{req.run_name}/"
             return TrainResult(
                 run_prefix=prefix,
@@ -497,3 +508,25 @@ def test_config_names_match_the_presets_variants():
     assert variants["default"] == {}
     assert variants["lr_half"]["learning_rate"] == pytest.approx(5e-4)
     assert variants["lr_double"]["learning_rate"] == pytest.approx(2e-3)
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ({"algo": "sac", "configs": 2}, "configs"),
+        ({"algo": "td3", "warm_start": True}, "warm_start"),
+        ({"algo": "dqn"}, "algo"),
+    ],
+)
+def test_off_policy_algorithms_reject_ppo_only_options(override, field):
+    from workflows.models import input_errors
+
+    errors = input_errors({"prompt": "run", "env_id": "Ant-v5", **override})
+    assert errors and errors[0].startswith(f"{field}:")
+
+
+async def test_algo_reaches_training_and_evaluation(temporal_env, queue_prefix):
+    script = Script(scores=[0.9])
+    await run_session(temporal_env, queue_prefix, script, max_iterations=1, algo="sac")
+    assert script.calls["train_policy"][0].algo == "sac"
+    assert script.calls["evaluate_policy"][0].algo == "sac"

@@ -1,0 +1,190 @@
+"""SAC and TD3 training under the session's reward: runs inside the child process only.
+
+Same outputs as PPO (`model.zip`, `vecnormalize.pkl`, `metrics/scalars.jsonl`, TensorBoard,
+evaluation checkpoints, `summary.json`). Hyperparameters follow rl-baselines3-zoo's MuJoCo
+settings (SAC: lr 3e-4, batch 256, tau 0.005, 256x256; TD3: lr 1e-3, batch 256, Gaussian
+action noise 0.1, 400x300), with the replay buffer capped at 300k transitions to fit a laptop
+and learning starting after 10k steps (a tenth of tiny budgets). The VecNormalize file is a
+pass-through (no normalisation, as the zoo does for these envs) so evaluation and replay load
+every algorithm the same way. Checkpoints hold the networks and optimizers but not the replay
+buffer: a resumed run refills it and carries on from the checkpoint's counter.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3 import SAC, TD3
+from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.noise import NormalActionNoise
+from stable_baselines3.common.vec_env import VecNormalize
+
+from activities.training.checkpoints import CheckpointCallback
+from activities.training.eval_checkpoints import EvalCheckpoints
+from activities.training.ppo import (
+    Emit,
+    EpisodeStats,
+    FastDummyVecEnv,
+    MetricsCallback,
+    episode_settings,
+    summarize,
+)
+from activities.training.reward_runtime import LoadedReward
+from activities.training.sim import make_env
+
+ALGOS = {"sac": SAC, "td3": TD3}
+
+
+@dataclass(frozen=True)
+class OffPolicyPreset:
+    learning_rate: float
+    batch_size: int = 256
+    buffer_size: int = 300_000
+    learning_starts: int = 10_000
+    tau: float = 0.005
+    gamma: float = 0.99
+    train_freq: int = 1
+    gradient_steps: int = 1
+    net_arch: tuple[int, ...] = (256, 256)
+    action_noise: float = 0.0  # TD3's Gaussian exploration noise (std, in action units)
+
+    def fit_budget(self, timesteps: int) -> OffPolicyPreset:
+        return (
+            self
+            if timesteps >= 10 * self.learning_starts
+            else _with(self, learning_starts=max(100, timesteps // 10))
+        )
+
+
+def _with(p: OffPolicyPreset, **changes: Any) -> OffPolicyPreset:
+    return OffPolicyPreset(**{**asdict(p), **changes})
+
+
+PRESETS = {
+    "sac": OffPolicyPreset(learning_rate=3e-4),
+    "td3": OffPolicyPreset(learning_rate=1e-3, net_arch=(400, 300), action_noise=0.1),
+}
+
+
+class OffPolicyMetrics(MetricsCallback):
+    """MetricsCallback's lines every `every` steps (an off-policy "rollout" is one step)."""
+
+    def __init__(self, *args: Any, every: int = 2048, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.every = every
+        self._next = every
+
+    def _on_rollout_end(self) -> None:
+        if self.num_timesteps >= self._next:
+            self._next = (self.num_timesteps // self.every + 1) * self.every
+            super()._on_rollout_end()
+
+    def _on_rollout_start(self) -> None:
+        if self._pending is not None:
+            super()._on_rollout_start()
+
+
+def train(
+    algo: str,
+    env_id: str,
+    reward: LoadedReward,
+    timesteps: int,
+    seed: int,
+    out_dir: Path,
+    emit: Emit,
+    *,
+    env_kwargs: dict[str, Any] | None = None,
+    progress_interval_s: float = 2.0,
+    checkpoint_every: int = 0,
+    resume_dir: Path | None = None,
+    eval_checkpoint_episodes: int = 0,
+    eval_max_steps: int | None = None,
+) -> dict[str, Any]:
+    if algo not in ALGOS:
+        raise ValueError(f"algo must be one of ppo, {', '.join(ALGOS)} (got {algo!r})")
+    preset = PRESETS[algo].fit_budget(timesteps)
+    rewards: list[LoadedReward] = []
+
+    def factory() -> gym.Env:
+        rewards.append(reward.clone())
+        return EpisodeStats(make_env(env_id, rewards[-1], env_kwargs))
+
+    envs = FastDummyVecEnv([factory])
+    scalars = out_dir / "metrics" / "scalars.jsonl"
+    resumed_from: int | None = None
+    if resume_dir is not None:
+        venv = VecNormalize.load(str(resume_dir / "vecnormalize.pkl"), envs)
+        model = ALGOS[algo].load(str(resume_dir / "model.zip"), env=venv, device="cpu")
+        model.set_logger(Logger(folder=None, output_formats=[]))
+        resumed_from = int(model.num_timesteps)
+        emit({"event": "resumed", "timesteps": resumed_from})
+    else:
+        scalars.unlink(missing_ok=True)
+        venv = VecNormalize(envs, norm_obs=False, norm_reward=False)
+        model = _build(algo, preset, venv, seed)
+    callbacks: list[Any] = [
+        OffPolicyMetrics(
+            scalars, emit, progress_interval_s, window=10, tensorboard=out_dir / "tensorboard"
+        )
+    ]
+    if checkpoint_every > 0:
+        callbacks.append(CheckpointCallback(out_dir, scalars, checkpoint_every, emit))
+    if eval_checkpoint_episodes > 0:
+        callbacks.append(
+            EvalCheckpoints(
+                env_id,
+                reward,
+                timesteps,
+                out_dir,
+                emit,
+                episodes=eval_checkpoint_episodes,
+                max_steps=eval_max_steps,
+            )
+        )
+    t0 = time.monotonic()
+    model.learn(
+        total_timesteps=max(timesteps - int(model.num_timesteps), 1),
+        callback=callbacks,
+        log_interval=None,
+        reset_num_timesteps=resume_dir is None,
+    )
+    wall = time.monotonic() - t0
+    model.save(out_dir / "model.zip")
+    venv.save(str(out_dir / "vecnormalize.pkl"))
+    hyper = {"algo": algo, **asdict(preset)}
+    summary = summarize(
+        env_id, timesteps, seed, model, callbacks[0], wall, resumed_from, hyper, env_kwargs,
+        reward, rewards, episode_settings(envs.envs[0]), out_dir,
+    )  # fmt: skip
+    venv.close()
+    return summary
+
+
+def _build(algo: str, preset: OffPolicyPreset, venv: VecNormalize, seed: int) -> SAC | TD3:
+    kwargs: dict[str, Any] = {
+        "learning_rate": preset.learning_rate,
+        "batch_size": preset.batch_size,
+        "buffer_size": preset.buffer_size,
+        "learning_starts": preset.learning_starts,
+        "tau": preset.tau,
+        "gamma": preset.gamma,
+        "train_freq": preset.train_freq,
+        "gradient_steps": preset.gradient_steps,
+        "policy_kwargs": {"net_arch": list(preset.net_arch)},
+        "seed": seed,
+        "device": "cpu",
+        "verbose": 0,
+    }
+    if preset.action_noise > 0:
+        n = venv.action_space.shape[0]
+        kwargs["action_noise"] = NormalActionNoise(np.zeros(n), preset.action_noise * np.ones(n))
+    model = ALGOS[algo]("MlpPolicy", venv, **kwargs)
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    torch.set_num_threads(1)
+    return model

@@ -1,0 +1,140 @@
+"""A person in the loop, through the real dev server: approve, feedback, abort, extend, as
+updates (validated, rejected without a trace) and as signals (an invalid one is only listed)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.service import RPCError
+from temporalio.worker import Worker
+
+from tests.workflows.test_session import Script
+from workflows.models import ApprovalDecision, SessionResult, SessionStatus, task_queue
+from workflows.session import SessionWorkflow
+
+
+@contextlib.asynccontextmanager
+async def session(env, prefix: str, script: Script, **overrides) -> AsyncIterator[WorkflowHandle]:
+    data = {"prompt": "run forward", "env_id": "HalfCheetah-v5", "total_timesteps": 1000}
+    data.update(overrides, queue_prefix=prefix)
+    acts = script.activities()
+    fast = {"max_heartbeat_throttle_interval": timedelta(milliseconds=200)}
+    workers = [
+        Worker(
+            env.client,
+            task_queue=task_queue("llm", prefix),
+            workflows=[SessionWorkflow],
+            activities=acts["llm"],
+        ),
+        Worker(
+            env.client, task_queue=task_queue("train", prefix), activities=acts["train"], **fast
+        ),
+        Worker(env.client, task_queue=task_queue("judge", prefix), activities=acts["judge"]),
+    ]
+    async with workers[0], workers[1], workers[2]:
+        yield await env.client.start_workflow(
+            SessionWorkflow.run,
+            data,
+            id=f"steer-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue("llm", prefix),
+            result_type=SessionResult,
+        )
+
+
+async def status_of(handle: WorkflowHandle) -> SessionStatus:
+    return await handle.query(SessionWorkflow.status)
+
+
+async def until(handle: WorkflowHandle, check, timeout: float = 30) -> SessionStatus:
+    for _ in range(int(timeout / 0.1)):
+        status = await status_of(handle)
+        if status is not None and check(status):
+            return status
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"never reached: {await status_of(handle)}")
+
+
+async def update_names(handle: WorkflowHandle) -> list[str]:
+    history = await handle.fetch_history()
+    return [
+        e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+        for e in history.events
+        if e.HasField("workflow_execution_update_accepted_event_attributes")
+    ]
+
+
+async def test_approval_feedback_and_extend(temporal_env, queue_prefix):
+    script = Script(scores=[0.3, 0.4, 0.9])
+    async with session(
+        temporal_env, queue_prefix, script, max_iterations=1, approval="first"
+    ) as handle:
+        waiting = await until(handle, lambda s: s.stage == "awaiting_approval")
+        assert waiting.awaiting_approval == 1 and waiting.pending_rewards
+        assert "train_policy" not in script.calls
+
+        # Invalid requests are rejected and leave nothing in the history.
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(SessionWorkflow.give_feedback, "   ")
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(SessionWorkflow.extend, 0)
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(
+                SessionWorkflow.approve_reward, ApprovalDecision(iteration=2)
+            )
+        assert await update_names(handle) == []
+
+        await handle.execute_update(SessionWorkflow.extend, 2)  # max_iterations 1 -> 3
+        await handle.signal(SessionWorkflow.feedback_signal, "keep the torso level")
+        await handle.signal(SessionWorkflow.extend_signal, 0)  # invalid: only listed
+        await handle.execute_update(SessionWorkflow.approve_reward, ApprovalDecision())
+        result = await handle.result()
+        status = await status_of(handle)  # queries need a worker: inside the block
+
+    assert await update_names(handle) == ["extend", "approve_reward"]
+    assert result.passed and len(result.iterations) == 3
+    (first_revision, _) = script.calls["revise_reward"]
+    assert first_revision.feedback == ["keep the torso level"]
+    assert status.signal_errors and "extend" in status.signal_errors[0]
+
+
+async def test_abort_cancels_training_and_keeps_the_best_policy(temporal_env, queue_prefix):
+    script = Script(scores=[0.3], hang_from_iteration=2)
+    async with session(temporal_env, queue_prefix, script, max_iterations=3) as handle:
+        while len(script.calls.get("train_policy", [])) < 2:
+            await asyncio.sleep(0.1)
+        await handle.execute_update(SessionWorkflow.abort, "enough for today")
+        result = await handle.result()
+        with pytest.raises((WorkflowUpdateFailedError, RPCError)):  # the session has ended
+            await handle.execute_update(SessionWorkflow.give_feedback, "too late")
+        for _ in range(100):  # the running activity learns of it through its heartbeat
+            if "train_cancelled" in script.calls:
+                break
+            await asyncio.sleep(0.1)
+    assert result.status == "aborted" and "enough for today" in result.note
+    assert result.best_iteration == 1 and result.best.best_run.model_key.endswith("model.zip")
+    assert "train_cancelled" in script.calls
+
+
+async def test_rejection_and_the_timeout_policy(temporal_env, queue_prefix):
+    script = Script(scores=[0.9])
+    async with session(temporal_env, queue_prefix, script, approval="every") as handle:
+        await until(handle, lambda s: s.stage == "awaiting_approval")
+        await handle.signal(
+            SessionWorkflow.approve_signal, ApprovalDecision(approve=False, note="wrong sign")
+        )
+        result = await handle.result()
+    assert result.status == "aborted" and "wrong sign" in result.note
+    assert "train_policy" not in script.calls
+
+    script = Script(scores=[0.9])
+    async with session(
+        temporal_env, queue_prefix, script, approval="first", approval_timeout_s=1
+    ) as handle:
+        result = await handle.result()  # nobody answers: the default policy approves
+    assert result.passed and len(script.calls["train_policy"]) == 1
