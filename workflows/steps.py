@@ -47,6 +47,16 @@ SHORT_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds
 LLM_TIMEOUT = timedelta(minutes=6)
 
 
+LLM_SUMMARIES = {
+    "elicit_criteria": "turn the intent into measurable criteria",
+    "author_reward": "write reward code",
+    "author_judge": "write the judge code",
+    "review_reward": "review reward code for hacks and errors",
+    "fix_code": "fix code that failed on real env steps",
+    "revise_reward": "revise the reward from the judgment",
+}
+
+
 def train_timeout(timesteps: int) -> timedelta:
     # Generous: a slow laptop does ~300 steps/s on the heaviest envs; heartbeats catch hangs.
     return timedelta(seconds=600 + timesteps / 100)
@@ -77,6 +87,7 @@ class Steps:
             arg,
             result_type=result_type,
             task_queue=self.queue("llm"),
+            summary=f"{LLM_SUMMARIES.get(name, name)} ({self.inp.llm_model})",
             start_to_close_timeout=LLM_TIMEOUT,
             retry_policy=LLM_RETRY,
         )
@@ -96,6 +107,7 @@ class Steps:
                 ValidateRequest(env_id=self.inp.env_id, reward_key=reward.key),
                 result_type=ValidateResult,
                 task_queue=self.queue("train"),
+                summary="validate on real env steps in the sandbox",
                 start_to_close_timeout=timedelta(minutes=3),
                 retry_policy=SHORT_RETRY,
             )
@@ -145,6 +157,7 @@ class Steps:
                 ),
                 result_type=ValidateResult,
                 task_queue=self.queue("train"),
+                summary="try the judge code on a random episode in the sandbox",
                 start_to_close_timeout=timedelta(minutes=3),
                 retry_policy=SHORT_RETRY,
             )
@@ -221,6 +234,7 @@ class Steps:
             ),
             result_type=TrainResult,
             task_queue=self.queue("train"),
+            summary=f"train {run_name}: {timesteps:,} steps of {self.inp.algo.upper()}",
             start_to_close_timeout=train_timeout(timesteps),
             # A dead worker is noticed after this long; the retry resumes from the checkpoint
             # in the last heartbeat (activities heartbeat every 10 s).
@@ -245,6 +259,7 @@ class Steps:
             ),
             result_type=EvalResult,
             task_queue=self.queue("train"),
+            summary=f"deterministic evaluation episode of {trained.run_prefix.split('/')[-2]}",
             start_to_close_timeout=timedelta(minutes=10),
             retry_policy=TRAIN_RETRY,
         )
@@ -263,6 +278,8 @@ class Steps:
             ),
             result_type=Judgment,
             task_queue=self.queue("judge"),
+            summary="judge the rollout with "
+            + ("the session's judge code" if judge else "metrics"),
             start_to_close_timeout=timedelta(minutes=5),
             retry_policy=SHORT_RETRY,
         )

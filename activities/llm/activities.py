@@ -190,10 +190,14 @@ def revise_reward(req: ReviseRequest) -> ReviseResult:
             ) from None
         store.put_text(key, revision.reward.code)
         log.info("reward revised", params=revision.reward.params, changes=revision.changes)
+        changes = revision.changes
+        if req.feedback:
+            # Templates have no way to read free text: say so instead of pretending.
+            changes += " (your feedback was noted; the offline author cannot act on free text)"
         return ReviseResult(
             reward=_template_artifact(key, revision.reward),
             timesteps=revision.timesteps,
-            changes=revision.changes,
+            changes=changes,
         )
     code = store.get_text(req.reward.key)
     revised, call = reward.revise(
@@ -206,6 +210,7 @@ def revise_reward(req: ReviseRequest) -> ReviseResult:
         req.timesteps,
         req.timesteps_cap,
         req.llm_model,
+        req.feedback,
     )
     store.put_text(key, revised.reward.code)
     timesteps = min(revised.timesteps or req.timesteps, req.timesteps_cap)

