@@ -89,6 +89,12 @@ class OffPolicyMetrics(MetricsCallback):
         if self._pending is not None:
             super()._on_rollout_start()
 
+    def _on_training_end(self) -> None:
+        # The steps since the last line still make one, however short the run.
+        if self._term_steps:
+            super()._on_rollout_end()
+        super()._on_training_end()
+
 
 def train(
     algo: str,
@@ -130,7 +136,12 @@ def train(
         model = _build(algo, preset, venv, seed)
     callbacks: list[Any] = [
         OffPolicyMetrics(
-            scalars, emit, progress_interval_s, window=10, tensorboard=out_dir / "tensorboard"
+            scalars,
+            emit,
+            progress_interval_s,
+            window=10,
+            tensorboard=out_dir / "tensorboard",
+            every=max(100, min(2048, timesteps // 10)),
         )
     ]
     if checkpoint_every > 0:
