@@ -283,6 +283,17 @@ async def show_status(session_id: str, as_json: bool) -> None:
         if status.stage in ("training", "evaluating", "judging"):
             console.print(f"  timesteps {status.timesteps_done:,} / {status.timesteps_target:,}")
         console.print(f"  {usage_line(status.llm_usage, status.training_seconds)}")
+        if status.awaiting_approval is not None:
+            console.print(
+                f"  waiting for approval of iteration {status.awaiting_approval}: "
+                f"policyforge approve {session_id}  (or --reject --note ...)"
+            )
+            for reward in status.pending_rewards:
+                console.print(f"    {reward.key}  {reward.latex}")
+        if status.feedback_pending:
+            console.print(f"  feedback waiting for the next revision: {status.feedback_pending}")
+        for error in status.signal_errors[-3:]:
+            console.print(f"  {error}")
         for rec in status.iterations:
             console.print(f"  iter {rec.iteration}: score {rec.score:.2f}  {rec.diagnosis}")
     console.print(f"  {settings.ui_link(session_id)}")

@@ -338,6 +338,45 @@ class ValidateRequest(_Model):
     seed: int = 0
 
 
+class VisualCriterion(_Model):
+    name: str
+    look_for: str  # what someone watching the video checks
+
+
+class VisualCriteriaRequest(_Model):
+    session_id: str
+    prompt: str
+    llm_model: str
+
+
+class VisualCriteria(_Model):
+    criteria: list[VisualCriterion]
+    usage: LLMCall | None = None
+
+
+class VlmJudgeRequest(_Model):
+    session_id: str
+    prompt: str
+    llm_model: str
+    video_key: str
+    criteria: list[VisualCriterion]
+    frames: int = 8  # for models that take images but not video
+
+
+class VisualVerdict(_Model):
+    name: str
+    verdict: Literal["met", "partly", "not_met"]
+    score: float
+    reason: str
+
+
+class VisualJudgment(_Model):
+    score: float  # mean of the verdicts' scores (met 1, partly 0.5, not met 0)
+    verdicts: list[VisualVerdict]
+    shown: str  # "video" or "<n> frames"
+    usage: LLMCall | None = None
+
+
 class ValidateJudgeRequest(_Model):
     env_id: str
     judge_key: str

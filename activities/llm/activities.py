@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore, iteration_prefix, session_prefix
 from activities.llm.agents import criteria as criteria_agent
-from activities.llm.agents import fixer, judge, reward
+from activities.llm.agents import fixer, judge, reward, vlm
 from activities.llm.offline import OfflineAuthor
 from activities.llm.offline.render import RenderedReward
 from activities.llm.provider import is_offline, model_label
@@ -32,6 +32,12 @@ from workflows.models import (
     ReviseRequest,
     ReviseResult,
     RewardArtifact,
+    VisualCriteria,
+    VisualCriteriaRequest,
+    VisualCriterion,
+    VisualJudgment,
+    VisualVerdict,
+    VlmJudgeRequest,
 )
 
 REWARD_FILE = "reward_fn.py"
@@ -224,6 +230,42 @@ def revise_reward(req: ReviseRequest) -> ReviseResult:
     )
 
 
+@activity.defn(name="vlm_criteria")
+def vlm_criteria(req: VisualCriteriaRequest) -> VisualCriteria:
+    _llm_only("vlm_criteria", req.llm_model)
+    criteria, call = vlm.visual_criteria(req.prompt, req.llm_model)
+    return VisualCriteria(criteria=[VisualCriterion(**c) for c in criteria], usage=call)
+
+
+@activity.defn(name="vlm_judge")
+def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
+    """The rollout's video to a vision-language model: the mp4 itself when the model takes
+    video, else evenly spaced frames."""
+    _llm_only("vlm_judge", req.llm_model)
+    from activities.judging.frames import sample_frames
+    from activities.llm.providers.base import Media
+    from activities.llm.providers.registry import make_provider
+
+    log = activity_logger(model=req.llm_model, video=req.video_key)
+    video = ArtifactStore().get_bytes(req.video_key)
+    if "video" in make_provider(req.llm_model).accepts_media:
+        media: tuple[Media, ...] = (Media("video/mp4", video),)
+        shown = "video"
+    else:
+        media = tuple(Media("image/jpeg", f) for f in sample_frames(video, req.frames))
+        shown = f"{len(media)} frames"
+    criteria = [c.model_dump() for c in req.criteria]
+    verdicts, call = vlm.judge_video(req.prompt, criteria, media, req.llm_model)
+    score = sum(v["score"] for v in verdicts) / max(len(verdicts), 1)
+    log.info("video judged", shown=shown, score=score)
+    return VisualJudgment(
+        score=round(score, 4),
+        verdicts=[VisualVerdict(**v) for v in verdicts],
+        shown=shown,
+        usage=call,
+    )
+
+
 LLM_ACTIVITIES = [
     elicit_criteria,
     author_reward,
@@ -231,4 +273,6 @@ LLM_ACTIVITIES = [
     review_reward,
     fix_code,
     revise_reward,
+    vlm_criteria,
+    vlm_judge,
 ]

@@ -19,7 +19,7 @@ import structlog
 from temporalio.exceptions import ApplicationError
 
 from activities.llm.prices import estimate_cost
-from activities.llm.providers.base import Completion, Message, ToolSpec
+from activities.llm.providers.base import Completion, Media, Message, ToolSpec
 from workflows.models import LLMCall
 
 PROMPTS = Path(__file__).parent / "prompts"
@@ -57,6 +57,7 @@ def ask(
     user: str,
     tool: ToolSpec,
     temperature: float | None = 0.0,
+    media: tuple[Media, ...] = (),
 ) -> AgentAnswer:
     """One provider call: the agent's answer as the submit tool's arguments, with accounting."""
     from activities.llm.providers.registry import make_provider
@@ -64,7 +65,7 @@ def ask(
     provider = make_provider(model_name)
     started = time.monotonic()
     completion = provider.complete(
-        [Message(role="user", content=user)],
+        [Message(role="user", content=user, media=media)],
         system=system,
         tools=[tool],
         max_tokens=MAX_TOKENS,
@@ -90,6 +91,19 @@ def ask(
         cost_usd=call.cost_usd,
     )
     return AgentAnswer(_arguments(completion, tool), completion, call)
+
+
+def ask_with_media(
+    agent: str,
+    model_name: str,
+    *,
+    system: str,
+    user: str,
+    tool: ToolSpec,
+    media: tuple[Media, ...],
+) -> AgentAnswer:
+    """`ask` with images or a video attached to the user turn."""
+    return ask(agent, model_name, system=system, user=user, tool=tool, media=media)
 
 
 def _arguments(completion: Completion, tool: ToolSpec) -> dict[str, Any]:

@@ -48,6 +48,8 @@ def test_registered_names():
         "review_reward",
         "fix_code",
         "revise_reward",
+        "vlm_criteria",
+        "vlm_judge",
     }
 
 

@@ -1,0 +1,96 @@
+"""The vision-language judge: Gemini is shown the mp4, the others evenly spaced frames."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from activities.artifacts import ArtifactStore
+from activities.judging.frames import sample_frames
+from activities.llm.activities import vlm_criteria, vlm_judge
+from activities.training.rollout import Mp4Writer
+from tests.fakes.llm_server import FakeLLMServer, Tools
+from workflows.models import VisualCriteriaRequest, VisualCriterion, VlmJudgeRequest
+
+CRITERIA = [
+    VisualCriterion(name="runs_forward", look_for="the body moves to the right"),
+    VisualCriterion(name="upright", look_for="the back stays on top"),
+]
+
+
+def video(tmp_path: Path, frames: int = 40) -> bytes:
+    path = tmp_path / "eval.mp4"
+    writer = Mp4Writer(path, 20)
+    for i in range(frames):
+        frame = np.zeros((96, 96, 3), dtype=np.uint8)
+        frame[:, (i * 2) % 96 :] = 200  # something that changes
+        writer.add(frame)
+    writer.close()
+    return path.read_bytes()
+
+
+def test_frames_are_spread_over_the_episode(tmp_path):
+    jpegs = sample_frames(video(tmp_path), n=8, size=64)
+    assert len(jpegs) == 8 and all(j[:2] == b"\xff\xd8" for j in jpegs)  # JPEG magic
+
+
+@pytest.fixture
+def server(monkeypatch):
+    with FakeLLMServer() as s:
+        monkeypatch.setenv("GEMINI_API_KEY", "g-key")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", s.base_url("gemini"))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "a-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", s.base_url("anthropic"))
+        yield s
+
+
+VERDICTS = {
+    "verdicts": [
+        {"name": "runs_forward", "verdict": "met", "reason": "moves right all along"},
+        {"name": "upright", "verdict": "partly", "reason": "tips over at 3 s"},
+    ]
+}
+
+
+def test_gemini_watches_the_video(s3, server, tmp_path):
+    key = ArtifactStore().put_bytes("sessions/v/iter_1/r/videos/eval.mp4", video(tmp_path))
+    server.push("gemini", Tools([("submit_visual_judgment", VERDICTS)]))
+    req = VlmJudgeRequest(
+        session_id="v", prompt="run forward", llm_model="gemini-2.5-pro", video_key=key,
+        criteria=CRITERIA,
+    )  # fmt: skip
+    judged = ActivityEnvironment().run(vlm_judge, req)
+    assert judged.shown == "video" and judged.score == pytest.approx(0.75)
+    assert [v.verdict for v in judged.verdicts] == ["met", "partly"]
+    body = json.dumps(server.requests_for("gemini")[0].body)
+    assert "video/mp4" in body
+
+
+def test_claude_sees_frames_and_a_missing_verdict_is_not_met(s3, server, tmp_path):
+    key = ArtifactStore().put_bytes("sessions/v/iter_1/r/videos/eval.mp4", video(tmp_path))
+    server.push(
+        "anthropic", Tools([("submit_visual_judgment", {"verdicts": VERDICTS["verdicts"][:1]})])
+    )
+    req = VlmJudgeRequest(
+        session_id="v", prompt="run forward", llm_model="claude-sonnet-4-6", video_key=key,
+        criteria=CRITERIA, frames=6,
+    )  # fmt: skip
+    judged = ActivityEnvironment().run(vlm_judge, req)
+    assert judged.shown == "6 frames" and judged.verdicts[1].verdict == "not_met"
+    content = server.requests_for("anthropic")[0].body["messages"][0]["content"]
+    images = [part for part in content if part.get("type") == "image"]
+    assert len(images) == 6
+    assert base64.b64decode(images[0]["source"]["data"])[:2] == b"\xff\xd8"
+
+
+def test_visual_criteria_from_the_intent(server):
+    items = [{"name": "moves", "look_for": "x"}, {"name": "upright", "look_for": "y"}]
+    server.push("anthropic", Tools([("submit_visual_criteria", {"criteria": items})]))
+    req = VisualCriteriaRequest(session_id="v", prompt="run forward", llm_model="claude-sonnet-4-6")
+    out = ActivityEnvironment().run(vlm_criteria, req)
+    assert [c.name for c in out.criteria] == ["moves", "upright"] and out.usage is not None
