@@ -102,6 +102,8 @@ class SessionInput(_Model):
     approval_timeout_action: Literal["approve", "abort"] = "approve"
     # Keep the custom search attributes (stage, env, iteration, best score, passed) current.
     search_attributes: bool = True
+    # LLM sessions: a vision-language judge also watches each rollout's video (same model).
+    vlm_judge: bool = True
     # Caps: reaching one ends the session as budget_exhausted, keeping the best policy so far.
     max_llm_cost_usd: float | None = None
     max_training_minutes: float | None = None
@@ -473,6 +475,9 @@ class Judgment(_Model):
     diagnosis: str
     criteria: list[CriterionScore] = Field(default_factory=list)
     failure_tags: list[str] = Field(default_factory=list)
+    # Set when a VLM judge also watched the video (see workflows/synthesis.py).
+    code_score: float | None = None
+    visual_score: float | None = None
 
 
 class ReviseRequest(_Model):

@@ -44,10 +44,15 @@ with workflow.unsafe.imports_passed_through():
         SessionStatus,
         Stage,
         TrainResult,
+        VisualCriteria,
+        VisualCriteriaRequest,
+        VisualJudgment,
+        VlmJudgeRequest,
         input_errors,
     )
     from workflows.steering import Steering
     from workflows.steps import Steps
+    from workflows.synthesis import synthesize
 
 
 def _is_offline(model: str) -> bool:
@@ -67,6 +72,7 @@ class SessionWorkflow(Steering):
         self._best_reward: RewardArtifact | None = None
         self._best_train: TrainResult | None = None
         self._best_judgment: Judgment | None = None
+        self._visual_criteria: VisualCriteria | None = None
         # The best run of the session so far: where a warm start begins.
         self._best_run: RunRecord | None = None
         self._best_score = 0.0
@@ -205,9 +211,25 @@ class SessionWorkflow(Steering):
                 )
             ]
         )
-        authored = await asyncio.gather(*authors, *judge_author)
+        visual = (
+            [
+                steps.llm(
+                    "vlm_criteria",
+                    VisualCriteriaRequest(
+                        session_id=session_id, prompt=inp.prompt, llm_model=inp.llm_model
+                    ),
+                    VisualCriteria,
+                )
+            ]
+            if not steps.offline and inp.vlm_judge
+            else []
+        )
+        authored = await asyncio.gather(*authors, *judge_author, *visual)
         rewards: list[RewardArtifact] = [a.reward for a in authored[: inp.candidates]]  # type: ignore[union-attr]
-        judge: JudgeCode | None = authored[-1] if judge_author else None  # type: ignore[assignment]
+        judge: JudgeCode | None = (
+            authored[inp.candidates] if judge_author else None  # type: ignore[assignment]
+        )
+        self._visual_criteria = authored[-1] if visual else None  # type: ignore[assignment]
         acc.check()
 
         timesteps = inp.total_timesteps
@@ -409,6 +431,19 @@ class SessionWorkflow(Steering):
         evaluated = await steps.evaluate(reward, trained, seed)
         self._stage("judging")
         judgment = await steps.judge(evaluated, criteria, judge)
+        if self._visual_criteria is not None and evaluated.video_key:
+            seen = await steps.llm(
+                "vlm_judge",
+                VlmJudgeRequest(
+                    session_id=steps.session_id,
+                    prompt=steps.inp.prompt,
+                    llm_model=steps.inp.llm_model,
+                    video_key=evaluated.video_key,
+                    criteria=self._visual_criteria.criteria,
+                ),
+                VisualJudgment,
+            )
+            judgment = synthesize(judgment, seen, steps.inp.pass_threshold)
         run = RunRecord(
             run_name=run_name,
             seed=seed,

@@ -54,6 +54,8 @@ LLM_SUMMARIES = {
     "review_reward": "review reward code for hacks and errors",
     "fix_code": "fix code that failed on real env steps",
     "revise_reward": "revise the reward from the judgment",
+    "vlm_criteria": "derive visual criteria from the intent",
+    "vlm_judge": "watch the rollout's video and judge it",
 }
 
 

@@ -94,6 +94,8 @@ def judge_fn(trajectory):
 """
 
 AGENTS = {
+    "visual judge planner": "vlm_criteria",
+    "visual judge.": "vlm_judge",
     "intent elicitor": "elicitor",
     "reward author": "reward_author",
     "judge author": "judge_author",
@@ -121,6 +123,26 @@ class Script:
             system = " ".join(block.get("text", "") for block in system)
         agent = agent_of(str(system))
         self.calls.append((agent, time.monotonic()))
+        if agent == "vlm_criteria":
+            items = [
+                {"name": "moves_forward", "look_for": "the body travels to the right"},
+                {"name": "stays_up", "look_for": "the back stays on top"},
+            ]
+            return Tools(
+                [("submit_visual_criteria", {"criteria": items})],
+                input_tokens=500,
+                output_tokens=60,
+            )
+        if agent == "vlm_judge":
+            verdicts = [
+                {"name": "moves_forward", "verdict": "met", "reason": "travels right"},
+                {"name": "stays_up", "verdict": "met", "reason": "never flips"},
+            ]
+            return Tools(
+                [("submit_visual_judgment", {"verdicts": verdicts})],
+                input_tokens=2000,
+                output_tokens=80,
+            )
         if agent == "elicitor":
             return Tools(
                 [("submit_criteria", {"criteria": CRITERIA})], input_tokens=1000, output_tokens=200
@@ -164,8 +186,8 @@ class Script:
 
 
 # Tokens of the calls that succeed, in the order of the script above.
-EXPECTED_INPUT = 1000 + 1100 + 1200 + 900 + 1300 + 1400 + 900
-EXPECTED_OUTPUT = 200 + 300 + 400 + 50 + 350 + 500 + 50
+EXPECTED_INPUT = 1000 + 1100 + 1200 + 500 + 900 + 1300 + 2000 + 1400 + 900 + 2000
+EXPECTED_OUTPUT = 200 + 300 + 400 + 60 + 50 + 350 + 80 + 500 + 50 + 80
 
 
 async def test_llm_session_end_to_end(temporal_env, s3, queue_prefix, monkeypatch):
@@ -206,8 +228,14 @@ async def test_llm_session_end_to_end(temporal_env, s3, queue_prefix, monkeypatc
     # Criteria first; reward and judge authored in parallel; review; the fix after the broken
     # code failed validation; the rate-limited revision and its retry; the revision's review.
     assert agents[0] == "elicitor"
-    assert sorted(agents[1:3]) == ["judge_author", "reward_author"]
-    assert agents[3:] == ["reviewer", "fixer", "reviser", "reviser", "reviewer"]
+    assert sorted(agents[1:4]) == ["judge_author", "reward_author", "vlm_criteria"]
+    assert agents[4:] == [
+        "reviewer", "fixer", "vlm_judge", "reviser", "reviser", "reviewer", "vlm_judge"
+    ]  # fmt: skip
+    # Claude takes images, not video: the visual judge was shown frames of the rollout.
+    seen = next(r for r in server.requests if "visual judge." in r.prompt().system)
+    images = [p for p in seen.body["messages"][0]["content"] if p.get("type") == "image"]
+    assert len(images) == 8
     fixer = next(r.prompt() for r in server.requests if "code fixer" in r.prompt().system)
     assert "NameError: name 'vx' is not defined" in fixer.user
     revisers = [t for a, t in script.calls if a == "reviser"]
@@ -221,10 +249,13 @@ async def test_llm_session_end_to_end(temporal_env, s3, queue_prefix, monkeypatc
     assert len(result.iterations) == 2
     assert [c.name for c in result.criteria] == [c["name"] for c in CRITERIA]
     usage = result.llm_usage
-    assert usage.calls == 7
+    assert usage.calls == 10
     assert (usage.input_tokens, usage.output_tokens) == (EXPECTED_INPUT, EXPECTED_OUTPUT)
     assert usage.cost_usd == pytest.approx((EXPECTED_INPUT * 3 + EXPECTED_OUTPUT * 15) / 1e6)
-    assert sum(r.llm_usage.calls for r in result.iterations) == 7
+    assert sum(r.llm_usage.calls for r in result.iterations) == 10
+    assert result.iterations[0].best_run and "Video: every visual criterion met" in (
+        result.iterations[0].diagnosis
+    )
 
     store = ArtifactStore()
     first, second = result.iterations

@@ -39,6 +39,12 @@ from workflows.models import (
     ValidateJudgeRequest,
     ValidateRequest,
     ValidateResult,
+    VisualCriteria,
+    VisualCriteriaRequest,
+    VisualCriterion,
+    VisualJudgment,
+    VisualVerdict,
+    VlmJudgeRequest,
     task_queue,
 )
 from workflows.session import SessionWorkflow
@@ -59,6 +65,7 @@ class Script:
     # parallel arrive in any order.
     run_scores: dict[str, float] = field(default_factory=dict)
     hang_from_iteration: int = 0  # train_policy hangs (until cancelled) from this iteration
+    visual_score: float = 1.0  # what the stand-in VLM judge scores every video
     calls: dict[str, list] = field(default_factory=dict)
 
     def log(self, name: str, req) -> None:
@@ -124,6 +131,29 @@ class Script:
             return FixResult(
                 key=f"{req.code_key}.fix{req.attempt}",
                 usage=script.usage(f"fixer_{req.kind}", req.llm_model),
+            )
+
+        @activity.defn(name="vlm_criteria")
+        async def vlm_criteria(req: VisualCriteriaRequest) -> VisualCriteria:
+            script.log("vlm_criteria", req)
+            return VisualCriteria(
+                criteria=[VisualCriterion(name="moves", look_for="moves right")],
+                usage=script.usage("vlm_criteria", req.llm_model),
+            )
+
+        @activity.defn(name="vlm_judge")
+        async def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
+            script.log("vlm_judge", req)
+            verdict = "met" if script.visual_score == 1.0 else "not_met"
+            return VisualJudgment(
+                score=script.visual_score,
+                verdicts=[
+                    VisualVerdict(
+                        name="moves", verdict=verdict, score=script.visual_score, reason="seen"
+                    )
+                ],
+                shown="video",
+                usage=script.usage("vlm_judge", req.llm_model),
             )
 
         @activity.defn(name="validate_judge")
@@ -214,6 +244,8 @@ class Script:
                 review_reward,
                 fix_code,
                 revise_reward,
+                vlm_criteria,
+                vlm_judge,
             ],
             "train": [validate_reward, validate_judge, train_policy, evaluate_policy],
             "judge": [judge_rollout],
@@ -362,7 +394,12 @@ async def test_llm_session_calls_agents_in_order_fixes_and_counts_tokens(
         review_corrects=True,
     )
     result = await run_session(
-        temporal_env, queue_prefix, script, max_iterations=3, llm_model="claude-sonnet-4-6"
+        temporal_env,
+        queue_prefix,
+        script,
+        max_iterations=3,
+        llm_model="claude-sonnet-4-6",
+        vlm_judge=False,
     )
     assert result.passed and [r.score for r in result.iterations] == [0.3, 0.9]
     llm_calls = [
@@ -458,6 +495,7 @@ async def test_llm_spend_cap_ends_the_session_keeping_the_best_policy(temporal_e
         max_iterations=3,
         llm_model="claude-sonnet-4-6",
         max_llm_cost_usd=0.045,
+        vlm_judge=False,
     )
     assert result.status == "budget_exhausted" and not result.passed
     assert len(result.iterations) == 1 and result.best_iteration == 1
@@ -530,3 +568,20 @@ async def test_algo_reaches_training_and_evaluation(temporal_env, queue_prefix):
     await run_session(temporal_env, queue_prefix, script, max_iterations=1, algo="sac")
     assert script.calls["train_policy"][0].algo == "sac"
     assert script.calls["evaluate_policy"][0].algo == "sac"
+
+
+async def test_the_video_judge_joins_the_code_judge(temporal_env, queue_prefix):
+    # Trajectory scores 0.9 (passes alone); the video shows the criterion not met (0.0).
+    script = Script(scores=[0.9, 0.9], visual_score=0.0)
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=2, llm_model="gemini-2.5-pro"
+    )
+    assert len(script.calls["vlm_criteria"]) == 1  # once per session
+    assert len(script.calls["vlm_judge"]) == 2  # once per run
+    first = result.iterations[0]
+    assert first.score == pytest.approx(0.63) and not first.passed  # 0.7 * 0.9 + 0.3 * 0.0
+    assert "visual_moves" in first.failure_tags and "judges_disagree" in first.failure_tags
+    assert "Video: moves not_met: seen" in first.diagnosis
+    assert script.calls["vlm_judge"][0].video_key.endswith("videos/eval.mp4")
+    # elicit, reward author, judge author, visual criteria, 2 reviews, 2 videos, 1 revision
+    assert result.llm_usage.calls == 9
