@@ -23,7 +23,7 @@ from temporalio.exceptions import ApplicationError
 from activities.artifacts import ArtifactStore, run_prefix
 from activities.logs import activity_logger
 from activities.training.presets import config_variants
-from activities.training.protocol import CHECKPOINT_FILES, ChildFailed, ChildRequest
+from activities.training.protocol import CHECKPOINT_FILES, ChildFailed, ChildRequest, Mode
 from activities.training.supervisor import run_child
 from workflows.models import (
     EvalRequest,
@@ -108,23 +108,16 @@ def _failure(exc: ChildFailed) -> ApplicationError:
     )
 
 
-@activity.defn(name="validate_reward")
-async def validate_reward(req: ValidateRequest) -> ValidateResult:
-    log = activity_logger(env_id=req.env_id, reward_key=req.reward_key)
-    store = ArtifactStore()
-    source = await _get_text(store, req.reward_key)
-    child = ChildRequest(
-        env_id=req.env_id,
-        reward_source=source,
-        reward_filename=_filename(req.reward_key),
-        steps=req.steps,
-        seed=req.seed,
-    )
+async def _validate(mode: Mode, child: ChildRequest) -> dict[str, Any] | str:
+    """Run a validation mode in the child: its result, or the code's one-line error (str).
+
+    Errors that are not the generated code's (the machine, the child) stay retryable.
+    """
     with tempfile.TemporaryDirectory(prefix="pf-validate-", ignore_cleanup_errors=True) as tmp:
         try:
             async with _heartbeating():
-                result = await run_child(
-                    "validate",
+                return await run_child(
+                    mode,
                     child,
                     Path(tmp),
                     timeout_s=VALIDATE_TIMEOUT_S,
@@ -133,8 +126,24 @@ async def validate_reward(req: ValidateRequest) -> ValidateResult:
         except ChildFailed as exc:
             if not exc.reward_fault:
                 raise ApplicationError(exc.message, type="ValidationFailed") from None
-            log.info("reward invalid", error=exc.message)
-            return ValidateResult(ok=False, error=exc.message)
+            return exc.message
+
+
+@activity.defn(name="validate_reward")
+async def validate_reward(req: ValidateRequest) -> ValidateResult:
+    log = activity_logger(env_id=req.env_id, reward_key=req.reward_key)
+    source = await _get_text(ArtifactStore(), req.reward_key)
+    child = ChildRequest(
+        env_id=req.env_id,
+        reward_source=source,
+        reward_filename=_filename(req.reward_key),
+        steps=req.steps,
+        seed=req.seed,
+    )
+    result = await _validate("validate", child)
+    if isinstance(result, str):
+        log.info("reward invalid", error=result)
+        return ValidateResult(ok=False, error=result)
     log.info("reward valid", term_magnitudes=result["term_magnitudes"])
     return ValidateResult(
         ok=True, steps=int(result["steps"]), term_magnitudes=result["term_magnitudes"]
@@ -146,33 +155,20 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
     """Run judge code on a random-action episode (with the session's reward terms) in the child."""
     log = activity_logger(env_id=req.env_id, judge_key=req.judge_key)
     store = ArtifactStore()
-    judge_source = await _get_text(store, req.judge_key)
-    reward_source = await _get_text(store, req.reward_key)
     child = ChildRequest(
         env_id=req.env_id,
-        reward_source=reward_source,
+        reward_source=await _get_text(store, req.reward_key),
         reward_filename=_filename(req.reward_key),
-        judge_source=judge_source,
+        judge_source=await _get_text(store, req.judge_key),
         judge_filename=_filename(req.judge_key),
         criteria=req.criteria,
         steps=req.steps,
         seed=req.seed,
     )
-    with tempfile.TemporaryDirectory(prefix="pf-validate-", ignore_cleanup_errors=True) as tmp:
-        try:
-            async with _heartbeating():
-                result = await run_child(
-                    "validate_judge",
-                    child,
-                    Path(tmp),
-                    timeout_s=VALIDATE_TIMEOUT_S,
-                    timeout_is_reward_fault=True,
-                )
-        except ChildFailed as exc:
-            if not exc.reward_fault:
-                raise ApplicationError(exc.message, type="ValidationFailed") from None
-            log.info("judge invalid", error=exc.message)
-            return ValidateResult(ok=False, error=exc.message)
+    result = await _validate("validate_judge", child)
+    if isinstance(result, str):
+        log.info("judge invalid", error=result)
+        return ValidateResult(ok=False, error=result)
     log.info("judge valid", score=result["judgment"]["score"])
     return ValidateResult(ok=True, steps=int(result["steps"]))
 
