@@ -38,7 +38,7 @@ class EvalCheckpoints(BaseCallback):
         episodes: int = 5,
         max_steps: int | None = None,
         video_size: int = 240,
-        video_frames: int = 300,
+        video_frames: int = 150,
     ) -> None:
         super().__init__()
         self.env_id = env_id
