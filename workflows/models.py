@@ -478,6 +478,9 @@ class Judgment(_Model):
     # Set when a VLM judge also watched the video (see workflows/synthesis.py).
     code_score: float | None = None
     visual_score: float | None = None
+    # The same judge on the run's evaluation checkpoints: percent of training -> mean score of
+    # its p10/median/p90 episodes (how the behaviour developed).
+    checkpoints: dict[str, float] = Field(default_factory=dict)
 
 
 class ReviseRequest(_Model):

@@ -51,4 +51,5 @@ def synthesize(code: Judgment, visual: VisualJudgment | None, pass_threshold: fl
         failure_tags=tags,
         code_score=code.score,
         visual_score=visual.score,
+        checkpoints=code.checkpoints,
     )

@@ -37,19 +37,29 @@ async def judge_rollout(req: JudgeRequest) -> Judgment:
     log = activity_logger(env_id=req.env_id, trajectory=req.trajectory_key)
     store = ArtifactStore()
     data = await asyncio.to_thread(store.get_bytes, req.trajectory_key)  # S3 errors: retryable
+    checkpoints = await asyncio.to_thread(checkpoint_trajectories, store, req.trajectory_key)
+    extra = [key for keys in checkpoints.values() for key in keys]
     if req.judge_key:
-        judgment = await _judge_with_code(store, req, data)
+        judgment, scores = await _judge_with_code(store, req, data, extra)
     else:
         try:
             judgment = await asyncio.to_thread(
                 judge_trajectory, data, req.env_id, req.criteria, req.pass_threshold
             )
+            scores = [
+                (await asyncio.to_thread(
+                    judge_trajectory, store.get_bytes(key), req.env_id, req.criteria,
+                    req.pass_threshold,
+                )).score
+                for key in extra
+            ]  # fmt: skip
         except (TrajectoryError, ValueError) as exc:
             raise ApplicationError(
                 f"trajectory {req.trajectory_key} cannot be judged: {exc}",
                 type="TrajectoryInvalid",
                 non_retryable=True,
             ) from None
+    judgment = with_checkpoints(judgment, checkpoints, scores)
     key = judgment_key(req.trajectory_key)
     if key:
         body = judgment.model_dump_json(indent=2).encode()
@@ -64,18 +74,58 @@ async def judge_rollout(req: JudgeRequest) -> Judgment:
     return judgment
 
 
-async def _judge_with_code(store: ArtifactStore, req: JudgeRequest, npz: bytes) -> Judgment:
+def checkpoint_trajectories(store: ArtifactStore, trajectory_key: str) -> dict[str, list[str]]:
+    """The run's evaluation-checkpoint episodes: {"25": [p10, median, p90 npz keys], ...}."""
+    head, sep, _ = trajectory_key.rpartition(_TRAJECTORY_DIR)
+    if not sep:
+        return {}
+    out: dict[str, list[str]] = {}
+    for key in sorted(store.list_keys(f"{head}/evals/pct_")):
+        if key.endswith(".npz"):
+            pct = key.split("/evals/pct_", 1)[1].split("/", 1)[0]
+            out.setdefault(pct, []).append(key)
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0))
+
+
+def with_checkpoints(
+    judgment: Judgment, checkpoints: dict[str, list[str]], scores: list[float]
+) -> Judgment:
+    """The judgment with the mean score per evaluation checkpoint, and a line saying how the
+    behaviour developed over training."""
+    if not checkpoints:
+        return judgment
+    means: dict[str, float] = {}
+    it = iter(scores)
+    for pct, keys in checkpoints.items():
+        values = [next(it) for _ in keys]
+        means[pct] = round(sum(values) / len(values), 4)
+    trend = ", ".join(f"{v:.2f}" for v in means.values())
+    line = f" Over training ({'/'.join(means)}% of the steps): scores {trend}."
+    return judgment.model_copy(
+        update={"checkpoints": means, "diagnosis": judgment.diagnosis + line}
+    )
+
+
+async def _judge_with_code(
+    store: ArtifactStore, req: JudgeRequest, npz: bytes, extra: list[str]
+) -> tuple[Judgment, list[float]]:
     assert req.judge_key is not None
     source = await asyncio.to_thread(store.get_text, req.judge_key)
     with tempfile.TemporaryDirectory(prefix="pf-judge-", ignore_cleanup_errors=True) as tmp:
         traj = Path(tmp) / "eval.npz"
         traj.write_bytes(npz)
+        extra_paths = []
+        for i, key in enumerate(extra):
+            path = Path(tmp) / f"checkpoint_{i}.npz"
+            path.write_bytes(await asyncio.to_thread(store.get_bytes, key))
+            extra_paths.append(str(path))
         child = ChildRequest(
             env_id=req.env_id,
             judge_source=source,
             judge_filename=PurePosixPath(req.judge_key).name,
             criteria=[c.name for c in req.criteria],
             trajectory_path=str(traj),
+            extra_trajectories=extra_paths,
         )
         try:
             result = await run_child(
@@ -93,7 +143,7 @@ async def _judge_with_code(store: ArtifactStore, req: JudgeRequest, npz: bytes) 
                 type="JudgeCodeFailed",
                 non_retryable=exc.reward_fault,
             ) from None
-    return judgment_from_code(result["judgment"], req)
+    return judgment_from_code(result["judgment"], req), list(result.get("extra_scores", []))
 
 
 def judgment_from_code(out: dict, req: JudgeRequest) -> Judgment:

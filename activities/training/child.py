@@ -185,9 +185,15 @@ def _judge(req: ChildRequest) -> dict[str, Any]:
 
     if req.trajectory_path is None:
         raise ValueError("judge needs trajectory_path")
-    trajectory = load_trajectory(Path(req.trajectory_path))
-    judged = run_judge(_judge_source(req), req.judge_filename, trajectory, req.criteria)
-    return {"judgment": judged}
+    source = _judge_source(req)
+    judged = run_judge(
+        source, req.judge_filename, load_trajectory(Path(req.trajectory_path)), req.criteria
+    )
+    extra = [
+        run_judge(source, req.judge_filename, load_trajectory(Path(p)), req.criteria)["score"]
+        for p in req.extra_trajectories
+    ]
+    return {"judgment": judged, "extra_scores": extra}
 
 
 def main(argv: list[str] | None = None) -> int:

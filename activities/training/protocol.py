@@ -37,6 +37,8 @@ class ChildRequest(BaseModel):
     judge_filename: str = DEFAULT_JUDGE_FILENAME
     criteria: list[str] = Field(default_factory=list)
     trajectory_path: str | None = None
+    # judge: more trajectories judged by the same code in the same process (checkpoints).
+    extra_trajectories: list[str] = Field(default_factory=list)
     seed: int = 0
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
 

@@ -4,6 +4,7 @@ pointed at a local server that speaks the Messages API and replays scripted answ
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from typing import Any
@@ -264,4 +265,7 @@ async def test_llm_session_end_to_end(temporal_env, s3, queue_prefix, monkeypatc
     assert "0.05" in store.get_text(second.reward_key)
     assert second.changes == "halved the control cost"
     assert store.exists(f"sessions/{result.session_id}/judge_fn.py")
+    # The judge code scored the evaluation checkpoints too, in the same child process.
+    judged = json.loads(store.get_text(first.best_run.run_prefix + "judgment.json"))
+    assert "100" in judged["checkpoints"]
     assert "forward velocity" in first.diagnosis

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import uuid
 
 import av
@@ -59,6 +60,13 @@ async def test_real_session_produces_video_and_trajectory_in_s3(temporal_env, s3
     assert run.timesteps_done >= 2048
     for key in (run.model_key, run.vecnormalize_key, run.run_prefix + "summary.json"):
         assert store.exists(key), key
+    # The judge also scored the evaluation checkpoints. A 2048-step run has one PPO update, so
+    # only the 100% point exists (the others fall between updates).
+    judgment = json.loads(store.get_text(run.run_prefix + "judgment.json"))
+    assert list(judgment["checkpoints"]) == ["100"]
+    for pct in judgment["checkpoints"]:
+        for name in ("p10", "median", "p90"):
+            assert store.exists(f"{run.run_prefix}evals/pct_{pct}/{name}.mp4")
 
     # The video decodes to frames.
     assert run.video_key and run.video_key.endswith(".mp4")

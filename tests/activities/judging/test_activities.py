@@ -27,6 +27,9 @@ class MemoryStore:
         self.objects[key] = data
         return key
 
+    def list_keys(self, prefix: str) -> list[str]:
+        return sorted(k for k in self.objects if k.startswith(prefix))
+
 
 @pytest.fixture
 def store(monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
@@ -62,3 +65,16 @@ async def test_an_unreadable_trajectory_is_non_retryable(store: dict[str, bytes]
         await ActivityEnvironment().run(judge_rollout, _request())
     assert info.value.type == "TrajectoryInvalid" and info.value.non_retryable
     assert TRAJ in info.value.message
+
+
+async def test_evaluation_checkpoints_are_judged_too(store: dict[str, bytes]):
+    store[TRAJ] = synthetic("HalfCheetah-v5", 100, vx=2.5)
+    prefix = "sessions/s/iter_1/c0_default_seed_0/evals/"
+    for pct, vx in (("25", 0.2), ("50", 1.0), ("100", 2.5)):
+        for name in ("p10", "median", "p90"):
+            store[f"{prefix}pct_{pct}/{name}.npz"] = synthetic("HalfCheetah-v5", 100, vx=vx)
+    judgment = await ActivityEnvironment().run(judge_rollout, _request())
+    assert list(judgment.checkpoints) == ["25", "50", "100"]
+    scores = list(judgment.checkpoints.values())
+    assert scores == sorted(scores) and scores[-1] == judgment.score
+    assert "Over training (25/50/100% of the steps)" in judgment.diagnosis
