@@ -143,6 +143,13 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def env_error(env_id: str) -> str | None:
+    """The one-line --env error, or None for a known environment."""
+    if env_id in ENV_IDS:
+        return None
+    return f"--env: unknown environment {env_id!r}; choose one of {', '.join(ENV_IDS)}"
+
+
 def session_input(args: argparse.Namespace) -> dict[str, Any]:
     from activities.llm.provider import default_model
 
@@ -303,11 +310,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     from activities.training.local import check_reward_file, train_local
     from activities.training.reward_runtime import RewardLoadError
 
-    errors = []
-    if args.env_id not in ENV_IDS:
-        errors.append(
-            f"--env: unknown environment {args.env_id!r}; choose one of {', '.join(ENV_IDS)}"
-        )
+    errors = [e for e in [env_error(args.env_id)] if e]
     if args.timesteps <= 0:
         errors.append(f"--timesteps: must be a positive integer (got {args.timesteps})")
     if not args.reward_file.is_file():
@@ -375,10 +378,8 @@ def cmd_check(args: argparse.Namespace) -> None:
 
     from activities.training.checks import CheckFailed, check_judge, check_reward
 
-    if args.env_id not in ENV_IDS:
-        raise SystemExit(
-            f"error: --env: unknown environment {args.env_id!r}; choose one of {', '.join(ENV_IDS)}"
-        )
+    if env_error(args.env_id):
+        raise SystemExit(f"error: {env_error(args.env_id)}")
     if args.steps <= 0:
         raise SystemExit(f"error: --steps: must be a positive integer (got {args.steps})")
     console = Console(soft_wrap=True)
@@ -410,8 +411,8 @@ def cmd_bench_sandbox(args: argparse.Namespace) -> None:
 
     from activities.training.bench_sandbox import bench
 
-    if args.env_id not in ENV_IDS:
-        raise SystemExit(f"error: --env: unknown environment {args.env_id!r}")
+    if env_error(args.env_id):
+        raise SystemExit(f"error: {env_error(args.env_id)}")
     console = Console(soft_wrap=True)
     console.print(
         f"{args.env_id}: {args.repeats} x (random steps {args.steps:,}, PPO {args.timesteps:,} "
@@ -437,11 +438,7 @@ def cmd_bench_train(args: argparse.Namespace) -> None:
     from activities.training.bench_train import BenchError, bench, table
     from activities.training.protocol import ChildFailed
 
-    errors = []
-    if args.env_id not in ENV_IDS:
-        errors.append(
-            f"--env: unknown environment {args.env_id!r}; choose one of {', '.join(ENV_IDS)}"
-        )
+    errors = [e for e in [env_error(args.env_id)] if e]
     if args.timesteps <= 0:
         errors.append(f"--timesteps: must be a positive integer (got {args.timesteps})")
     if args.eval_every is not None and args.eval_every <= 0:

@@ -59,6 +59,30 @@ LLM_SUMMARIES = {
 }
 
 
+# kind -> (validation activity, its summary in the Web UI)
+VALIDATIONS = {
+    "reward": ("validate_reward", "validate on real env steps in the sandbox"),
+    "judge": ("validate_judge", "try the judge code on a random episode in the sandbox"),
+}
+
+
+def _still_invalid(
+    kind: str, iteration: int, attempt: int, error: str, offline: bool
+) -> ApplicationError:
+    if kind == "judge":
+        return ApplicationError(
+            f"judge code does not run after {attempt} attempts: {error}",
+            type="JudgeInvalid",
+            non_retryable=True,
+        )
+    tries = "" if offline else f" after {attempt} attempts"
+    return ApplicationError(
+        f"reward code for iteration {iteration} does not run{tries}: {error}",
+        type="RewardInvalid",
+        non_retryable=True,
+    )
+
+
 def train_timeout(timesteps: int) -> timedelta:
     # Generous: a slow laptop does ~300 steps/s on the heaviest envs; heartbeats catch hangs.
     return timedelta(seconds=600 + timesteps / 100)
@@ -102,35 +126,15 @@ class Steps:
         self, iteration: int, candidate: int, reward: RewardArtifact, criteria: list[Criterion]
     ) -> RewardArtifact:
         """Validate on real env steps; on error the LLM fixes it, at most MAX_FIX_ATTEMPTS runs."""
-        for attempt in range(1, MAX_FIX_ATTEMPTS + 1):
-            self.stage("validating")
-            check = await workflow.execute_activity(
-                "validate_reward",
-                ValidateRequest(env_id=self.inp.env_id, reward_key=reward.key),
-                result_type=ValidateResult,
-                task_queue=self.queue("train"),
-                summary="validate on real env steps in the sandbox",
-                start_to_close_timeout=timedelta(minutes=3),
-                retry_policy=SHORT_RETRY,
-            )
-            if check.ok:
-                return reward
-            error = check.error or "unknown error"
-            if self.offline or attempt == MAX_FIX_ATTEMPTS:
-                tries = "" if self.offline else f" after {attempt} attempts"
-                raise ApplicationError(
-                    f"reward code for iteration {iteration} does not run{tries}: {error}",
-                    type="RewardInvalid",
-                    non_retryable=True,
-                )
-            self.stage("fixing")
-            fixed = await self.llm(
-                "fix_code",
-                self._fix_request(
-                    "reward", iteration, candidate, reward.key, error, attempt, criteria
-                ),
-                FixResult,
-            )
+        fixes = await self._until_valid(
+            "reward",
+            lambda key: ValidateRequest(env_id=self.inp.env_id, reward_key=key),
+            reward.key,
+            iteration,
+            candidate,
+            criteria,
+        )
+        for fixed in fixes:
             reward = reward.model_copy(
                 update={
                     "key": fixed.key,
@@ -141,44 +145,63 @@ class Steps:
                     "params": {},
                 }
             )
-        raise AssertionError("unreachable")
+        return reward
 
     async def valid_judge(
         self, judge: JudgeCode, reward_key: str, criteria: list[Criterion]
     ) -> JudgeCode:
         """Run the judge code on a random episode; on error the LLM fixes it (bounded)."""
+        fixes = await self._until_valid(
+            "judge",
+            lambda key: ValidateJudgeRequest(
+                env_id=self.inp.env_id,
+                judge_key=key,
+                reward_key=reward_key,
+                criteria=[c.name for c in criteria],
+            ),
+            judge.key,
+            1,
+            0,
+            criteria,
+        )
+        return JudgeCode(key=fixes[-1].key, summary=judge.summary) if fixes else judge
+
+    async def _until_valid(
+        self,
+        kind: str,
+        request: Callable[[str], Any],
+        key: str,
+        iteration: int,
+        candidate: int,
+        criteria: list[Criterion],
+    ) -> list[FixResult]:
+        """Validate the code at `key`, and after each failure have the LLM fix it, until it runs
+        or MAX_FIX_ATTEMPTS validations failed (then a non-retryable error quoting the last)."""
+        fixes: list[FixResult] = []
         for attempt in range(1, MAX_FIX_ATTEMPTS + 1):
             self.stage("validating")
             check = await workflow.execute_activity(
-                "validate_judge",
-                ValidateJudgeRequest(
-                    env_id=self.inp.env_id,
-                    judge_key=judge.key,
-                    reward_key=reward_key,
-                    criteria=[c.name for c in criteria],
-                ),
+                VALIDATIONS[kind][0],
+                request(key),
                 result_type=ValidateResult,
                 task_queue=self.queue("train"),
-                summary="try the judge code on a random episode in the sandbox",
+                summary=VALIDATIONS[kind][1],
                 start_to_close_timeout=timedelta(minutes=3),
                 retry_policy=SHORT_RETRY,
             )
             if check.ok:
-                return judge
+                return fixes
             error = check.error or "unknown error"
-            if attempt == MAX_FIX_ATTEMPTS:
-                raise ApplicationError(
-                    f"judge code does not run after {attempt} attempts: {error}",
-                    type="JudgeInvalid",
-                    non_retryable=True,
-                )
+            if self.offline or attempt == MAX_FIX_ATTEMPTS:
+                raise _still_invalid(kind, iteration, attempt, error, self.offline)
             self.stage("fixing")
             fixed = await self.llm(
                 "fix_code",
-                self._fix_request("judge", 1, 0, judge.key, error, attempt, criteria),
+                self._fix_request(kind, iteration, candidate, key, error, attempt, criteria),
                 FixResult,
             )
-            judge = JudgeCode(key=fixed.key, summary=judge.summary)
+            fixes.append(fixed)
+            key = fixed.key
         raise AssertionError("unreachable")
 
     def _fix_request(

@@ -25,14 +25,13 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import VecNormalize
 
-from activities.training.checkpoints import CheckpointCallback
-from activities.training.eval_checkpoints import EvalCheckpoints
 from activities.training.ppo import (
     Emit,
     EpisodeStats,
     FastDummyVecEnv,
     MetricsCallback,
     episode_settings,
+    run_outputs,
     summarize,
 )
 from activities.training.reward_runtime import LoadedReward
@@ -144,20 +143,10 @@ def train(
             every=max(100, min(2048, timesteps // 10)),
         )
     ]
-    if checkpoint_every > 0:
-        callbacks.append(CheckpointCallback(out_dir, scalars, checkpoint_every, emit))
-    if eval_checkpoint_episodes > 0:
-        callbacks.append(
-            EvalCheckpoints(
-                env_id,
-                reward,
-                timesteps,
-                out_dir,
-                emit,
-                episodes=eval_checkpoint_episodes,
-                max_steps=eval_max_steps,
-            )
-        )
+    callbacks += run_outputs(
+        env_id, reward, timesteps, out_dir, emit, scalars, checkpoint_every,
+        eval_checkpoint_episodes, eval_max_steps,
+    )  # fmt: skip
     t0 = time.monotonic()
     model.learn(
         total_timesteps=max(timesteps - int(model.num_timesteps), 1),

@@ -320,20 +320,10 @@ def train(
         tensorboard=out_dir / "tensorboard",
     )
     extra = list(callbacks or [])
-    if checkpoint_every > 0:
-        extra.append(CheckpointCallback(out_dir, scalars, checkpoint_every, emit))
-    if eval_checkpoint_episodes > 0:
-        extra.append(
-            EvalCheckpoints(
-                env_id,
-                reward,
-                timesteps,
-                out_dir,
-                emit,
-                episodes=eval_checkpoint_episodes,
-                max_steps=eval_max_steps,
-            )
-        )
+    extra += run_outputs(
+        env_id, reward, timesteps, out_dir, emit, scalars, checkpoint_every,
+        eval_checkpoint_episodes, eval_max_steps,
+    )  # fmt: skip
     if eval_every > 0:
         # One deterministic episode of the env's own reward every eval_every steps (see
         # evaluation.py): metrics/evals.jsonl and "eval" events, for bench-train.
@@ -358,6 +348,37 @@ def train(
     )  # fmt: skip
     venv.close()
     return summary
+
+
+def run_outputs(
+    env_id: str,
+    reward: LoadedReward,
+    timesteps: int,
+    out_dir: Path,
+    emit: Emit,
+    scalars: Path,
+    checkpoint_every: int,
+    eval_checkpoint_episodes: int,
+    eval_max_steps: int | None,
+) -> list[BaseCallback]:
+    """The callbacks every algorithm's run gets: resumable checkpoints and evaluation
+    checkpoints, when asked for."""
+    out: list[BaseCallback] = []
+    if checkpoint_every > 0:
+        out.append(CheckpointCallback(out_dir, scalars, checkpoint_every, emit))
+    if eval_checkpoint_episodes > 0:
+        out.append(
+            EvalCheckpoints(
+                env_id,
+                reward,
+                timesteps,
+                out_dir,
+                emit,
+                episodes=eval_checkpoint_episodes,
+                max_steps=eval_max_steps,
+            )
+        )
+    return out
 
 
 def summarize(

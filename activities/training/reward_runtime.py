@@ -11,6 +11,7 @@ started by `activities.training.child`, never in a worker process.
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Callable
 from typing import Any
@@ -27,11 +28,13 @@ class RewardLoadError(ValueError):
     """Reward code that cannot be used; the message is one line a person or an LLM can act on."""
 
 
-class RewardFunction:
-    """Base class for reward code. Subclasses implement `compute` and describe themselves."""
+class RewardFunction(abc.ABC):
+    """Base class for reward code. Subclasses implement `compute` and describe themselves; one
+    without `compute` cannot be instantiated, so loading it fails with that reason."""
 
+    @abc.abstractmethod
     def compute(self, obs, action, next_obs, info) -> tuple[float, dict[str, float]]:
-        raise NotImplementedError("a RewardFunction subclass must implement compute()")
+        """The reward for one transition and its named terms (the total is their sum)."""
 
     @property
     def latex(self) -> str:

@@ -93,19 +93,6 @@ def ask(
     return AgentAnswer(_arguments(completion, tool), completion, call)
 
 
-def ask_with_media(
-    agent: str,
-    model_name: str,
-    *,
-    system: str,
-    user: str,
-    tool: ToolSpec,
-    media: tuple[Media, ...],
-) -> AgentAnswer:
-    """`ask` with images or a video attached to the user turn."""
-    return ask(agent, model_name, system=system, user=user, tool=tool, media=media)
-
-
 def _arguments(completion: Completion, tool: ToolSpec) -> dict[str, Any]:
     for tc in completion.tool_calls:
         if tc.name == tool.name:

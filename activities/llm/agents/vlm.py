@@ -9,7 +9,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.llm.agents.common import ask_with_media, render_prompt
+from activities.llm.agents.common import ask, render_prompt
 from activities.llm.agents.context import intent_text, join
 from activities.llm.providers.base import Media, ToolSpec
 from workflows.models import LLMCall
@@ -62,13 +62,12 @@ SUBMIT_VISUAL_JUDGMENT = ToolSpec(
 
 
 def visual_criteria(prompt: str, model: str) -> tuple[list[dict[str, str]], LLMCall]:
-    answer = ask_with_media(
+    answer = ask(
         "vlm_criteria",
         model,
         system=render_prompt("vlm_criteria"),
         user=intent_text(prompt),
         tool=SUBMIT_VISUAL_CRITERIA,
-        media=(),
     )
     raw = answer.arguments.get("criteria")
     if not isinstance(raw, list) or not 2 <= len(raw) <= 5:
@@ -85,7 +84,7 @@ def judge_video(
     """[{name, verdict, score, reason}] for every criterion (a missing one is 'not_met')."""
     listed = "\n".join(f"- `{c['name']}`: {c['look_for']}" for c in criteria)
     shown = "a video" if media and media[0].kind == "video" else f"{len(media)} frames in order"
-    answer = ask_with_media(
+    answer = ask(
         "vlm_judge",
         model,
         system=render_prompt("vlm_judge"),
