@@ -142,7 +142,25 @@ def start_temporal(state_dir: Path, port: int, ui_port: int | None) -> Service:
         argv += ["--search-attribute", f"{name}={kind}"]
     service = _spawn("temporal dev server", argv, state_dir / "temporal.log")
     _wait_port(service, port, timeout=30)
+    _wait_healthy(service, argv[0], port, timeout=30)
     return service
+
+
+def _wait_healthy(service: Service, temporal: str, port: int, timeout: float) -> None:
+    """The frontend opens its port before it serves ("Frontend is not healthy yet")."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if service.process.poll() is not None:
+            raise service.fail(f"exited with code {service.process.returncode}")
+        check = subprocess.run(
+            [temporal, "operator", "cluster", "health", "--address", f"127.0.0.1:{port}"],
+            capture_output=True,
+            timeout=10,
+        )
+        if check.returncode == 0:
+            return
+        time.sleep(0.2)
+    raise service.fail(f"was not healthy within {timeout:.0f}s")
 
 
 def start_seaweedfs(state_dir: Path, s3_port: int, bucket: str) -> Service:
