@@ -6,7 +6,7 @@ standard library only (no numpy, torch, gymnasium, boto3).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -58,8 +58,10 @@ Stage = Literal[
     "training",
     "evaluating",
     "judging",
+    "synthesizing",
     "revising",
     "awaiting_approval",
+    "continuing",
     "done",
     "failed",
 ]
@@ -107,6 +109,9 @@ class SessionInput(_Model):
     # Caps: reaching one ends the session as budget_exhausted, keeping the best policy so far.
     max_llm_cost_usd: float | None = None
     max_training_minutes: float | None = None
+    # Iterations one workflow run holds before the session continues as new with a fresh
+    # history (sooner when the server suggests it): long sessions stay within history limits.
+    iterations_per_run: int = 10
 
     @property
     def timesteps_cap(self) -> int:
@@ -158,6 +163,10 @@ def input_errors(data: dict) -> list[str]:
         errors.append(f"configs: must be between 1 and {MAX_CONFIGS} (got {inp.configs})")
     if not 1 <= inp.candidates <= MAX_CANDIDATES:
         errors.append(f"candidates: must be between 1 and {MAX_CANDIDATES} (got {inp.candidates})")
+    if inp.iterations_per_run <= 0:
+        errors.append(
+            f"iterations_per_run: must be a positive integer (got {inp.iterations_per_run})"
+        )
     if inp.approval_timeout_s <= 0:
         errors.append(f"approval_timeout_s: must be positive (got {inp.approval_timeout_s})")
     for field in ("max_llm_cost_usd", "max_training_minutes"):
@@ -483,13 +492,103 @@ class Judgment(_Model):
     checkpoints: dict[str, float] = Field(default_factory=dict)
 
 
+# --- agents that use tools over several calls -----------------------------------------------
+# One LLM call is one activity: between calls the conversation lives in S3 and the workflow runs
+# the tools the model asked for as activities of their own.
+
+MAX_TOOL_ROUNDS = 4  # rounds of tool calls before the agent is made to submit its answer
+MAX_TOOL_CALLS = 4  # tool calls run per round; further ones are answered "skipped"
+
+
+class ToolCallRef(_Model):
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    def label(self) -> str:
+        args = ", ".join(f"{k}={v}" for k, v in self.arguments.items())
+        return f"{self.name}({args})"[:120]
+
+
+class ToolOutcome(_Model):
+    call_id: str
+    name: str
+    key: str | None = None  # the result's text in S3; None: `summary` is the whole result
+    is_error: bool = False
+    summary: str = ""
+    usage: LLMCall | None = None  # when answering took an LLM call (ask_video)
+
+
+class ToolRequest(_Model):
+    """One tool call of an agent, run by the judge pool (reads S3 and trajectories only)."""
+
+    session_id: str
+    env_id: str
+    call: ToolCallRef
+    result_key: str
+    history_key: str | None = None  # the reviser's view of the session (history.json)
+    trajectory_key: str | None = None  # the rollout the judges disagree about
+
+
+SYNTH_TOOL_ROUNDS = 2  # the synthesizer's rounds of tool calls when the judges disagree
+
+
+class SynthesisRequest(_Model):
+    """The trajectory judge and the video judge disagree about one rollout: settle it."""
+
+    session_id: str
+    prompt: str
+    env_id: str
+    llm_model: str
+    code: Judgment
+    visual: VisualJudgment
+    visual_criteria: list[VisualCriterion]
+    video_key: str
+    trajectory_key: str
+    folder: str  # where the conversation and tool answers go (<run_prefix>synthesis/)
+    transcript_key: str | None = None
+    tool_outcomes: list[ToolOutcome] = Field(default_factory=list)
+    round: int = 0
+    final: bool = False
+
+
+class SynthesisResult(_Model):
+    done: bool = True
+    score: float | None = None  # the settled intent score (kept between the two judges')
+    trusted: Literal["trajectory", "video", "both"] = "both"
+    diagnosis: str = ""
+    tool_calls: list[ToolCallRef] = Field(default_factory=list)
+    transcript_key: str | None = None
+    usage: LLMCall | None = None
+
+
+class AskVideoRequest(_Model):
+    """An agent's question about a time window of a rollout's video, for the video model."""
+
+    prompt: str
+    llm_model: str
+    video_key: str
+    call: ToolCallRef  # ask_video(question, start_s, end_s)
+    result_key: str
+    frames: int = 6
+
+
+class IterationEvidence(_Model):
+    """An iteration's winning reward with the training and judgment of its best run."""
+
+    iteration: int
+    reward: RewardArtifact
+    judgment: Judgment
+    train: TrainResult
+
+
 class ReviseRequest(_Model):
     session_id: str
     iteration: int  # the iteration the revised reward is for
     prompt: str
     env_id: str
     llm_model: str
-    reward: RewardArtifact
+    reward: RewardArtifact  # the last iteration's winning reward, its judgment and training
     criteria: list[Criterion]
     judgment: Judgment
     train: TrainResult
@@ -499,12 +598,29 @@ class ReviseRequest(_Model):
     candidates: int = 1
     # What people said since the last revision (give_feedback / feedback signal).
     feedback: list[str] = Field(default_factory=list)
+    # Every iteration so far, and the best one when it is not the last (a base to rebase on).
+    history: list[IterationRecord] = Field(default_factory=list)
+    best: IterationEvidence | None = None
+    algo: str = "ppo"
+    # The conversation so far (None: the first call) and the results of the tools it asked for.
+    transcript_key: str | None = None
+    tool_outcomes: list[ToolOutcome] = Field(default_factory=list)
+    round: int = 0
+    final: bool = False  # no more tools: the model must submit
 
 
 class ReviseResult(_Model):
-    reward: RewardArtifact
-    timesteps: int
-    changes: str  # one or two sentences: what changed and why
+    # done: the revision below; not done: the tools the model asked for, to run and answer.
+    done: bool = True
+    reward: RewardArtifact | None = None
+    timesteps: int = 0
+    changes: str = ""  # one or two sentences: what changed and why
+    diagnosis: str = ""
+    base_iteration: int | None = None  # the iteration whose reward this one revises
+    config: str | None = None  # the hyperparameter config asked for next (PPO)
+    tool_calls: list[ToolCallRef] = Field(default_factory=list)
+    transcript_key: str | None = None
+    history_key: str | None = None  # what the tools read the session's iterations from
     usage: LLMCall | None = None
 
 
@@ -543,6 +659,10 @@ class IterationRecord(_Model):
     config: str = "default"  # the hyperparameter config that won
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
     training_seconds: float = 0.0
+    # How the reviser got here: the iteration it revised, what it looked up, what people said.
+    based_on: int | None = None
+    tools_used: list[str] = Field(default_factory=list)
+    feedback: list[str] = Field(default_factory=list)
 
 
 class SessionStatus(_Model):
@@ -567,6 +687,29 @@ class SessionStatus(_Model):
     pending_rewards: list[RewardArtifact] = Field(default_factory=list)  # what awaits approval
     feedback_pending: int = 0
     signal_errors: list[str] = Field(default_factory=list)  # invalid signals, newest last
+    runs: int = 1  # workflow runs so far: a long session continues as new between iterations
+
+
+class SessionCarry(_Model):
+    """What a session takes into its next workflow run when it continues as new."""
+
+    iterations_done: int
+    records: list[IterationRecord]
+    criteria: list[Criterion]
+    model_label: str
+    judge: JudgeCode | None = None
+    visual_criteria: VisualCriteria | None = None
+    evidence: list[IterationEvidence]  # the last iteration's and the best one's
+    best_run: RunRecord | None = None
+    best_score: float = 0.0
+    timesteps: int
+    configs: list[str]
+    llm_usage: LLMUsage
+    training_seconds: float
+    extra_iterations: int = 0
+    feedback: list[str] = Field(default_factory=list)
+    signal_errors: list[str] = Field(default_factory=list)
+    runs: int = 1  # workflow runs of this session so far
 
 
 class SessionResult(_Model):
@@ -593,3 +736,6 @@ class TrainProgress(_Model):
     # The latest checkpoint in S3 (a folder prefix) and its timestep counter.
     checkpoint_key: str | None = None
     checkpoint_timesteps: int | None = None
+
+
+ReviseRequest.model_rebuild()

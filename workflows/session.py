@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         Criterion,
         ElicitRequest,
         ElicitResult,
+        IterationEvidence,
         IterationRecord,
         JudgeAuthorRequest,
         JudgeCode,
@@ -36,13 +37,14 @@ with workflow.unsafe.imports_passed_through():
         ReviewRequest,
         ReviewResult,
         ReviseRequest,
-        ReviseResult,
         RewardArtifact,
         RunRecord,
+        SessionCarry,
         SessionInput,
         SessionResult,
         SessionStatus,
         Stage,
+        SynthesisRequest,
         TrainResult,
         VisualCriteria,
         VisualCriteriaRequest,
@@ -52,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.steering import Steering
     from workflows.steps import Steps
-    from workflows.synthesis import synthesize
+    from workflows.synthesis import disagree, synthesize
 
 
 def _is_offline(model: str) -> bool:
@@ -68,14 +70,13 @@ class SessionWorkflow(Steering):
         self._search_values: tuple = ()
         self._status: SessionStatus | None = None
         self._accounting: Accounting | None = None
-        # The last iteration's winning candidate: what the reviser starts from.
-        self._best_reward: RewardArtifact | None = None
-        self._best_train: TrainResult | None = None
-        self._best_judgment: Judgment | None = None
+        # Each iteration's winning candidate with its evidence: what the reviser starts from.
+        self._evidence: dict[int, IterationEvidence] = {}
         self._visual_criteria: VisualCriteria | None = None
         # The best run of the session so far: where a warm start begins.
         self._best_run: RunRecord | None = None
         self._best_score = 0.0
+        self._runs = 1  # workflow runs of this session (continue-as-new starts another)
 
     @workflow.query
     def status(self) -> SessionStatus | None:
@@ -108,7 +109,9 @@ class SessionWorkflow(Steering):
             workflow.upsert_search_attributes(search.updates(current))
 
     @workflow.run
-    async def run(self, raw_input: dict[str, Any]) -> SessionResult:
+    async def run(
+        self, raw_input: dict[str, Any], carry: SessionCarry | None = None
+    ) -> SessionResult:
         # The input arrives as a plain dict so that bad input becomes a one-line, non-retryable
         # error naming the field, instead of a workflow task that fails to decode forever.
         errors = input_errors(raw_input)
@@ -134,17 +137,28 @@ class SessionWorkflow(Steering):
         self._search_enabled = inp.search_attributes
         self._accounting = Accounting(inp)
         steps = Steps(inp, session_id, _is_offline(inp.llm_model), self._accounting, self._stage)
-        workflow.logger.info("session started", extra={"session_id": session_id})
-
         records: list[IterationRecord] = []
+        if carry is None:
+            workflow.logger.info("session started", extra={"session_id": session_id})
+        else:
+            records = self._restore(carry)
+            workflow.logger.info(
+                "session continued as new",
+                extra={"session_id": session_id, "iterations_done": carry.iterations_done},
+            )
+
         note: str | None = None
-        main = asyncio.create_task(self._iterate(inp, session_id, steps, records))
+        main = asyncio.create_task(self._iterate(inp, session_id, steps, records, carry))
         # An abort (update or signal) cancels the loop and its running activities.
         await workflow.wait_condition(lambda: main.done() or self._abort_reason is not None)
         if not main.done():
             main.cancel()
         try:
-            await main
+            onward = await main
+            if onward is not None and self._abort_reason is None:
+                # A fresh history for the next iterations; updates in flight finish first.
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(args=[raw_input, onward])
         except BudgetExhausted as exc:
             note = str(exc)
             workflow.logger.info("budget exhausted", extra={"session_id": session_id})
@@ -158,8 +172,145 @@ class SessionWorkflow(Steering):
         return self._result(session_id, records, note, aborted=self._abort_reason is not None)
 
     async def _iterate(
-        self, inp: SessionInput, session_id: str, steps: Steps, records: list[IterationRecord]
-    ) -> None:
+        self,
+        inp: SessionInput,
+        session_id: str,
+        steps: Steps,
+        records: list[IterationRecord],
+        carry: SessionCarry | None,
+    ) -> SessionCarry | None:
+        """The iterations; returns what the next run takes over when this run's history is
+        long enough to continue as new, else None (passed or out of iterations)."""
+        acc = steps.accounting
+        k_all = range(inp.candidates)
+        if carry is None:
+            criteria, rewards, judge = await self._author(inp, session_id, steps)
+            iteration, timesteps, judge_valid = 0, inp.total_timesteps, False
+            configs = list(CONFIG_NAMES[: inp.configs])
+        else:
+            criteria, rewards, judge = carry.criteria, [], carry.judge
+            iteration, timesteps, judge_valid = carry.iterations_done, carry.timesteps, True
+            configs = list(carry.configs)
+        started_at = iteration
+        changes: str | None = None
+        based_on: int | None = None
+        tools_used: list[str] = []
+        heard: list[str] = []
+        review_notes: str | None = None
+        # extend() raises the limit while the session runs.
+        while iteration < inp.max_iterations + self._extra_iterations:
+            if iteration > started_at and self._time_to_continue(inp, iteration - started_at):
+                return self._carry(records, criteria, judge, iteration, timesteps, configs)
+            iteration += 1
+            if iteration > 1:
+                acc.new_iteration()
+                # Revise from the last iteration's winner; the reviser sees the whole history
+                # and may rebase on the best earlier iteration instead.
+                self._stage("revising", iteration=iteration)
+                feedback = self._take_feedback()
+                revised = await asyncio.gather(
+                    *(
+                        steps.revise(
+                            self._revise_request(
+                                inp,
+                                session_id,
+                                iteration,
+                                criteria,
+                                timesteps,
+                                k,
+                                feedback,
+                                records,
+                            )
+                        )
+                        for k in k_all
+                    )
+                )
+                rewards = [r.reward for r, _ in revised]  # type: ignore[misc]
+                first, tools_used = revised[0]
+                changes = first.changes
+                based_on, heard = first.base_iteration, feedback
+                timesteps = min(max(first.timesteps, 1), inp.timesteps_cap)
+                if first.config is not None and inp.algo == "ppo":
+                    # The reviser's config first, then the session's others.
+                    configs = [first.config] + [c for c in configs if c != first.config]
+                    configs = configs[: inp.configs]
+                acc.check()
+
+            if not steps.offline:
+                self._stage("reviewing", iteration=iteration)
+                reviews = await asyncio.gather(
+                    *(
+                        steps.llm(
+                            "review_reward",
+                            ReviewRequest(
+                                session_id=session_id,
+                                iteration=iteration,
+                                candidate=k,
+                                prompt=inp.prompt,
+                                env_id=inp.env_id,
+                                llm_model=inp.llm_model,
+                                reward=rewards[k],
+                                criteria=criteria,
+                            ),
+                            ReviewResult,
+                        )
+                        for k in k_all
+                    )
+                )
+                rewards = [r.reward for r in reviews]
+                review_notes = "; ".join(r.notes for r in reviews if not r.lgtm) or None
+                acc.check()
+
+            self._stage(
+                "validating", iteration=iteration, timesteps_done=0, timesteps_target=timesteps
+            )
+            rewards = list(
+                await asyncio.gather(
+                    *(steps.valid_reward(iteration, k, rewards[k], criteria) for k in k_all)
+                )
+            )
+            if judge is not None and not judge_valid:
+                judge = await steps.valid_judge(judge, rewards[0].key, criteria)
+                judge_valid = True
+            acc.check()
+            if inp.approval == "every" or (inp.approval == "first" and iteration == 1):
+                await self._approval_gate(inp, iteration, rewards)
+
+            record = await self._train_and_judge(
+                inp, steps, iteration, rewards, criteria, timesteps, judge, configs
+            )
+            record = record.model_copy(
+                update={
+                    "changes": changes,
+                    "based_on": based_on,
+                    "tools_used": tools_used,
+                    "feedback": heard,
+                    "review_notes": review_notes,
+                    "llm_usage": acc.iteration,
+                    "training_seconds": round(acc.iteration_training_seconds, 2),
+                }
+            )
+            records.append(record)
+            best = max(records, key=lambda r: r.score)
+            self._stage(
+                "judging",
+                iterations=list(records),
+                best_score=best.score,
+                best_iteration=best.iteration,
+            )
+            workflow.logger.info(
+                "iteration judged",
+                extra={"session_id": session_id, "iteration": iteration, "score": record.score},
+            )
+            if record.passed:
+                return None
+            acc.check()
+        return None
+
+    async def _author(
+        self, inp: SessionInput, session_id: str, steps: Steps
+    ) -> tuple[list[Criterion], list[RewardArtifact], JudgeCode | None]:
+        """Criteria, K reward candidates, the judge code and the visual criteria."""
         acc = steps.accounting
         k_all = range(inp.candidates)
         self._stage("eliciting", iteration=1)
@@ -231,116 +382,7 @@ class SessionWorkflow(Steering):
         )
         self._visual_criteria = authored[-1] if visual else None  # type: ignore[assignment]
         acc.check()
-
-        timesteps = inp.total_timesteps
-        changes: str | None = None
-        review_notes: str | None = None
-        judge_valid = False
-        iteration = 0
-        # extend() raises the limit while the session runs.
-        while iteration < inp.max_iterations + self._extra_iterations:
-            iteration += 1
-            if iteration > 1:
-                acc.new_iteration()
-                # Revise from the last iteration's winning candidate and its evidence.
-                self._stage("revising", iteration=iteration)
-                feedback = self._take_feedback()
-                revised = await asyncio.gather(
-                    *(
-                        steps.llm(
-                            "revise_reward",
-                            ReviseRequest(
-                                session_id=session_id,
-                                iteration=iteration,
-                                prompt=inp.prompt,
-                                env_id=inp.env_id,
-                                llm_model=inp.llm_model,
-                                reward=self._best_reward,  # type: ignore[arg-type]
-                                criteria=criteria,
-                                judgment=self._best_judgment,  # type: ignore[arg-type]
-                                train=self._best_train,  # type: ignore[arg-type]
-                                timesteps=timesteps,
-                                timesteps_cap=inp.timesteps_cap,
-                                candidate=k,
-                                candidates=inp.candidates,
-                                feedback=feedback,
-                            ),
-                            ReviseResult,
-                        )
-                        for k in k_all
-                    )
-                )
-                rewards = [r.reward for r in revised]
-                changes = revised[0].changes
-                timesteps = min(max(revised[0].timesteps, 1), inp.timesteps_cap)
-                acc.check()
-
-            if not steps.offline:
-                self._stage("reviewing", iteration=iteration)
-                reviews = await asyncio.gather(
-                    *(
-                        steps.llm(
-                            "review_reward",
-                            ReviewRequest(
-                                session_id=session_id,
-                                iteration=iteration,
-                                candidate=k,
-                                prompt=inp.prompt,
-                                env_id=inp.env_id,
-                                llm_model=inp.llm_model,
-                                reward=rewards[k],
-                                criteria=criteria,
-                            ),
-                            ReviewResult,
-                        )
-                        for k in k_all
-                    )
-                )
-                rewards = [r.reward for r in reviews]
-                review_notes = "; ".join(r.notes for r in reviews if not r.lgtm) or None
-                acc.check()
-
-            self._stage(
-                "validating", iteration=iteration, timesteps_done=0, timesteps_target=timesteps
-            )
-            rewards = list(
-                await asyncio.gather(
-                    *(steps.valid_reward(iteration, k, rewards[k], criteria) for k in k_all)
-                )
-            )
-            if judge is not None and not judge_valid:
-                judge = await steps.valid_judge(judge, rewards[0].key, criteria)
-                judge_valid = True
-            acc.check()
-            if inp.approval == "every" or (inp.approval == "first" and iteration == 1):
-                await self._approval_gate(inp, iteration, rewards)
-
-            record = await self._train_and_judge(
-                inp, steps, iteration, rewards, criteria, timesteps, judge
-            )
-            record = record.model_copy(
-                update={
-                    "changes": changes,
-                    "review_notes": review_notes,
-                    "llm_usage": acc.iteration,
-                    "training_seconds": round(acc.iteration_training_seconds, 2),
-                }
-            )
-            records.append(record)
-            best = max(records, key=lambda r: r.score)
-            self._stage(
-                "judging",
-                iterations=list(records),
-                best_score=best.score,
-                best_iteration=best.iteration,
-            )
-            workflow.logger.info(
-                "iteration judged",
-                extra={"session_id": session_id, "iteration": iteration, "score": record.score},
-            )
-            if record.passed:
-                return
-            acc.check()
+        return criteria, rewards, judge
 
     async def _train_and_judge(
         self,
@@ -351,12 +393,12 @@ class SessionWorkflow(Steering):
         criteria: list[Criterion],
         timesteps: int,
         judge: JudgeCode | None,
+        configs: list[str],
     ) -> IterationRecord:
         """Train every candidate x config x seed in parallel, evaluate and judge each run; the
         (candidate, config) with the best mean score over its seeds wins, represented by its
         best run."""
         self._stage("training")
-        configs = CONFIG_NAMES[: inp.configs]
         init = self._best_run if inp.warm_start else None
         runs_to_do = [
             (k, config, seed)
@@ -381,9 +423,12 @@ class SessionWorkflow(Steering):
         winner = max(means, key=lambda g: (means[g], -order[g]))
         best_run, best_train, best_judgment = max(groups[winner], key=lambda r: r[2].score)
         candidate, config = winner
-        self._best_reward = rewards[candidate]
-        self._best_train = best_train
-        self._best_judgment = best_judgment
+        self._evidence[iteration] = IterationEvidence(
+            iteration=iteration,
+            reward=rewards[candidate],
+            judgment=best_judgment,
+            train=best_train,
+        )
         if self._best_run is None or best_judgment.score >= self._best_score:
             self._best_run, self._best_score = best_run, best_judgment.score
         notes = []
@@ -443,7 +488,24 @@ class SessionWorkflow(Steering):
                 ),
                 VisualJudgment,
             )
-            judgment = synthesize(judgment, seen, steps.inp.pass_threshold)
+            settled = None
+            if disagree(judgment, seen):
+                self._stage("synthesizing")
+                settled = await steps.settle(
+                    SynthesisRequest(
+                        session_id=steps.session_id,
+                        prompt=steps.inp.prompt,
+                        env_id=steps.inp.env_id,
+                        llm_model=steps.inp.llm_model,
+                        code=judgment,
+                        visual=seen,
+                        visual_criteria=self._visual_criteria.criteria,
+                        video_key=evaluated.video_key,
+                        trajectory_key=evaluated.trajectory_key,
+                        folder=trained.run_prefix + "synthesis/",
+                    )
+                )
+            judgment = synthesize(judgment, seen, steps.inp.pass_threshold, settled)
         run = RunRecord(
             run_name=run_name,
             seed=seed,
@@ -457,6 +519,107 @@ class SessionWorkflow(Steering):
             passed=judgment.passed,
         )
         return run, trained, judgment
+
+    # --- continue-as-new ------------------------------------------------------------------------
+
+    def _time_to_continue(self, inp: SessionInput, iterations_here: int) -> bool:
+        """Between iterations: has this run's history grown enough for a fresh one?"""
+        return (
+            iterations_here >= inp.iterations_per_run
+            or workflow.info().is_continue_as_new_suggested()
+        )
+
+    def _carry(
+        self,
+        records: list[IterationRecord],
+        criteria: list[Criterion],
+        judge: JudgeCode | None,
+        iterations_done: int,
+        timesteps: int,
+        configs: list[str],
+    ) -> SessionCarry:
+        assert self._status is not None and self._accounting is not None
+        top = max(records, key=lambda r: r.score)
+        keep = sorted({iterations_done, top.iteration})
+        self._stage("continuing")
+        return SessionCarry(
+            iterations_done=iterations_done,
+            records=list(records),
+            criteria=criteria,
+            model_label=self._status.model_label,
+            judge=judge,
+            visual_criteria=self._visual_criteria,
+            evidence=[self._evidence[i] for i in keep],
+            best_run=self._best_run,
+            best_score=self._best_score,
+            timesteps=timesteps,
+            configs=configs,
+            llm_usage=self._accounting.session,
+            training_seconds=self._accounting.training_seconds,
+            extra_iterations=self._extra_iterations,
+            feedback=self._take_feedback(),
+            signal_errors=list(self._signal_errors),
+            runs=self._runs + 1,
+        )
+
+    def _restore(self, carry: SessionCarry) -> list[IterationRecord]:
+        """Take over the session from the run before this one; its records."""
+        assert self._status is not None and self._accounting is not None
+        self._runs = carry.runs
+        self._visual_criteria = carry.visual_criteria
+        self._evidence = {e.iteration: e for e in carry.evidence}
+        self._best_run, self._best_score = carry.best_run, carry.best_score
+        self._accounting.session = carry.llm_usage
+        self._accounting.training_seconds = carry.training_seconds
+        self._extra_iterations = carry.extra_iterations
+        self._feedback = list(carry.feedback) + self._feedback
+        self._signal_errors = list(carry.signal_errors)
+        best = max(carry.records, key=lambda r: r.score)
+        self._stage(
+            "starting",
+            iteration=carry.iterations_done,
+            model_label=carry.model_label,
+            criteria=carry.criteria,
+            iterations=list(carry.records),
+            best_score=best.score,
+            best_iteration=best.iteration,
+            runs=carry.runs,
+        )
+        return list(carry.records)
+
+    def _revise_request(
+        self,
+        inp: SessionInput,
+        session_id: str,
+        iteration: int,
+        criteria: list[Criterion],
+        timesteps: int,
+        candidate: int,
+        feedback: list[str],
+        records: list[IterationRecord],
+    ) -> ReviseRequest:
+        last = self._evidence[iteration - 1]
+        top = max(records, key=lambda r: r.score)
+        best = self._evidence.get(top.iteration)
+        return ReviseRequest(
+            session_id=session_id,
+            iteration=iteration,
+            prompt=inp.prompt,
+            env_id=inp.env_id,
+            llm_model=inp.llm_model,
+            reward=last.reward,
+            criteria=criteria,
+            judgment=last.judgment,
+            train=last.train,
+            timesteps=timesteps,
+            timesteps_cap=inp.timesteps_cap,
+            candidate=candidate,
+            candidates=inp.candidates,
+            feedback=feedback,
+            history=list(records),
+            best=best if best and best.judgment.score > last.judgment.score else None,
+            algo=inp.algo,
+        )
 
     async def _approval_gate(
         self, inp: SessionInput, iteration: int, rewards: list[RewardArtifact]

@@ -6,7 +6,8 @@ stand-ins under the same names. Every LLM activity's accounting goes through `Ac
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -17,7 +18,12 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from workflows.accounting import Accounting
     from workflows.models import (
+        CONFIG_NAMES,
         MAX_FIX_ATTEMPTS,
+        MAX_TOOL_CALLS,
+        MAX_TOOL_ROUNDS,
+        SYNTH_TOOL_ROUNDS,
+        AskVideoRequest,
         Criterion,
         EvalRequest,
         EvalResult,
@@ -26,10 +32,17 @@ with workflow.unsafe.imports_passed_through():
         JudgeCode,
         JudgeRequest,
         Judgment,
+        ReviseRequest,
+        ReviseResult,
         RewardArtifact,
         RunRecord,
         SessionInput,
         Stage,
+        SynthesisRequest,
+        SynthesisResult,
+        ToolCallRef,
+        ToolOutcome,
+        ToolRequest,
         TrainRequest,
         TrainResult,
         ValidateJudgeRequest,
@@ -53,9 +66,10 @@ LLM_SUMMARIES = {
     "author_judge": "write the judge code",
     "review_reward": "review reward code for hacks and errors",
     "fix_code": "fix code that failed on real env steps",
-    "revise_reward": "revise the reward from the judgment",
+    "revise_reward": "revise the reward from the judgment and the session's history",
     "vlm_criteria": "derive visual criteria from the intent",
     "vlm_judge": "watch the rollout's video and judge it",
+    "synthesize_judgment": "settle a disagreement between the trajectory and video judges",
 }
 
 
@@ -228,6 +242,123 @@ class Steps:
             criteria=criteria,
         )
 
+    # --- agents with tools -------------------------------------------------------------------
+
+    async def revise(self, req: ReviseRequest) -> tuple[ReviseResult, list[str]]:
+        """The reviser's calls, running the tools it asks for in between (at most
+        MAX_TOOL_ROUNDS rounds, then it must submit); the revision and the tools it used."""
+        used: list[str] = []
+        for round_ in range(MAX_TOOL_ROUNDS + 1):
+            call = req.model_copy(update={"round": round_, "final": round_ == MAX_TOOL_ROUNDS})
+            result = await self.llm("revise_reward", call, ReviseResult)
+            if result.done:
+                return result, used
+            assert result.transcript_key is not None
+            used += [c.label() for c in result.tool_calls]
+            outcomes = await self.run_tools(
+                "reviser",
+                result.tool_calls,
+                result.transcript_key,
+                round_,
+                history_key=result.history_key,
+            )
+            # The history went with the first call and is in S3 now.
+            req = req.model_copy(
+                update={
+                    "transcript_key": result.transcript_key,
+                    "tool_outcomes": outcomes,
+                    "history": [],
+                }
+            )
+        raise AssertionError("unreachable: the final call offers only the submit tool")
+
+    async def settle(self, req: SynthesisRequest) -> SynthesisResult:
+        """The synthesizer's calls when the judges disagree, with its tools in between (at most
+        SYNTH_TOOL_ROUNDS rounds)."""
+
+        async def ask_video(call: ToolCallRef, key: str) -> ToolOutcome:
+            outcome = await workflow.execute_activity(
+                "ask_video",
+                AskVideoRequest(
+                    prompt=self.inp.prompt,
+                    llm_model=self.inp.llm_model,
+                    video_key=req.video_key,
+                    call=call,
+                    result_key=key,
+                ),
+                result_type=ToolOutcome,
+                task_queue=self.queue("llm"),
+                summary=f"synthesizer asks the video model: {call.label()}",
+                start_to_close_timeout=LLM_TIMEOUT,
+                retry_policy=LLM_RETRY,
+            )
+            self.accounting.llm(outcome.usage)
+            return outcome
+
+        for round_ in range(SYNTH_TOOL_ROUNDS + 1):
+            call = req.model_copy(update={"round": round_, "final": round_ == SYNTH_TOOL_ROUNDS})
+            result = await self.llm("synthesize_judgment", call, SynthesisResult)
+            if result.done:
+                return result
+            assert result.transcript_key is not None
+            outcomes = await self.run_tools(
+                "synthesizer",
+                result.tool_calls,
+                result.transcript_key,
+                round_,
+                trajectory_key=req.trajectory_key,
+                ask_video=ask_video,
+            )
+            req = req.model_copy(
+                update={"transcript_key": result.transcript_key, "tool_outcomes": outcomes}
+            )
+        raise AssertionError("unreachable: the final call offers only the submit tool")
+
+    async def run_tools(
+        self,
+        agent: str,
+        calls: list[ToolCallRef],
+        transcript_key: str,
+        round_: int,
+        *,
+        history_key: str | None = None,
+        trajectory_key: str | None = None,
+        ask_video: Callable[[ToolCallRef, str], Awaitable[ToolOutcome]] | None = None,
+    ) -> list[ToolOutcome]:
+        """One round of an agent's tool calls, in parallel; each answer lands next to the
+        conversation in S3. Calls beyond MAX_TOOL_CALLS are answered without running."""
+        folder = transcript_key.rsplit("/", 1)[0] + "/"
+
+        async def one(i: int, call: ToolCallRef) -> ToolOutcome:
+            if i >= MAX_TOOL_CALLS:
+                return ToolOutcome(
+                    call_id=call.id,
+                    name=call.name,
+                    is_error=True,
+                    summary=f"skipped: at most {MAX_TOOL_CALLS} tool calls per round",
+                )
+            key = f"{folder}tool_{round_}_{i}.txt"
+            if call.name == "ask_video" and ask_video is not None:
+                return await ask_video(call, key)
+            return await workflow.execute_activity(
+                "session_tool",
+                ToolRequest(
+                    session_id=self.session_id,
+                    env_id=self.inp.env_id,
+                    call=call,
+                    result_key=key,
+                    history_key=history_key,
+                    trajectory_key=trajectory_key,
+                ),
+                result_type=ToolOutcome,
+                task_queue=self.queue("judge"),
+                summary=f"{agent} looks up {call.label()}",
+                start_to_close_timeout=timedelta(minutes=2),
+                retry_policy=SHORT_RETRY,
+            )
+
+        return list(await asyncio.gather(*(one(i, c) for i, c in enumerate(calls))))
+
     # --- train, evaluate, judge --------------------------------------------------------------
 
     async def train(
@@ -251,7 +382,8 @@ class Steps:
                 timesteps=timesteps,
                 seed=seed,
                 config=config,
-                configs=self.inp.configs,
+                # Enough variants that a config the reviser chose is among them.
+                configs=max(self.inp.configs, CONFIG_NAMES.index(config) + 1),
                 algo=self.inp.algo,
                 eval_max_steps=self.inp.eval_max_steps,
                 init_model_key=init.model_key if init else None,

@@ -3,18 +3,28 @@
 The code judge measures the criteria on the trajectory; the VLM judge says whether the video
 looks like the behaviour. The intent score weighs them 70/30 (measurements are exact, the video
 catches what the criteria missed); a visual criterion not met is a failure tag the reviser
-sees, and a gap of more than DISAGREEMENT between the two is called out in the diagnosis.
+sees. When the two differ by more than DISAGREEMENT, the synthesizer agent looks at the
+trajectory and the video with bounded tools and settles the score, kept between the two.
 """
 
 from __future__ import annotations
 
-from workflows.models import CriterionScore, Judgment, VisualJudgment
+from workflows.models import CriterionScore, Judgment, SynthesisResult, VisualJudgment
 
 CODE_WEIGHT = 0.7
 DISAGREEMENT = 0.4
 
 
-def synthesize(code: Judgment, visual: VisualJudgment | None, pass_threshold: float) -> Judgment:
+def disagree(code: Judgment, visual: VisualJudgment) -> bool:
+    return abs(code.score - visual.score) > DISAGREEMENT
+
+
+def synthesize(
+    code: Judgment,
+    visual: VisualJudgment | None,
+    pass_threshold: float,
+    settled: SynthesisResult | None = None,
+) -> Judgment:
     if visual is None:
         return code
     score = round(CODE_WEIGHT * code.score + (1 - CODE_WEIGHT) * visual.score, 4)
@@ -26,12 +36,17 @@ def synthesize(code: Judgment, visual: VisualJudgment | None, pass_threshold: fl
         diagnosis += " Video: every visual criterion met."
     tags = list(code.failure_tags)
     tags += [f"visual_{v.name}" for v in visual.verdicts if v.verdict == "not_met"]
-    if abs(code.score - visual.score) > DISAGREEMENT:
+    if disagree(code, visual):
         tags.append("judges_disagree")
-        diagnosis += (
-            f" The judges disagree (trajectory {code.score:.2f}, video {visual.score:.2f}): "
-            "check the criteria's measurements against the video."
-        )
+        diagnosis += f" The judges disagree (trajectory {code.score:.2f}, video {visual.score:.2f})"
+        if settled is not None and settled.score is not None:
+            # The agent decides where between the two judges the score lies, never beyond.
+            low, high = sorted((code.score, visual.score))
+            score = round(min(max(settled.score, low), high), 4)
+            tags.append(f"trusted_{settled.trusted}")
+            diagnosis += f"; the synthesizer trusted {settled.trusted}: {settled.diagnosis}"
+        else:
+            diagnosis += ": check the criteria's measurements against the video."
     criteria = list(code.criteria) + [
         CriterionScore(
             name=f"visual:{v.name}",

@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 from activities.artifacts import ArtifactStore
 from activities.judging.code_judge import judge_trajectory
 from activities.judging.metrics import TrajectoryError
+from activities.judging.session_tools import session_tool
 from activities.logs import activity_logger
 from activities.training.protocol import ChildFailed, ChildRequest
 from activities.training.supervisor import run_child
@@ -169,4 +170,4 @@ def judgment_from_code(out: dict, req: JudgeRequest) -> Judgment:
     )
 
 
-JUDGE_ACTIVITIES = [judge_rollout]
+JUDGE_ACTIVITIES = [judge_rollout, session_tool]

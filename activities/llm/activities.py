@@ -8,23 +8,28 @@ its thread pool, so a slow provider or boto3 blocks only that thread.
 
 from __future__ import annotations
 
+import json
+
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore, iteration_prefix, session_prefix
 from activities.llm.agents import criteria as criteria_agent
-from activities.llm.agents import fixer, judge, reward, vlm
+from activities.llm.agents import dialogue, fixer, judge, reward, synthesizer, vlm
 from activities.llm.offline import OfflineAuthor
 from activities.llm.offline.render import RenderedReward
 from activities.llm.provider import is_offline, model_label
+from activities.llm.providers.base import Message
 from activities.logs import activity_logger
 from workflows.models import (
+    AskVideoRequest,
     AuthorRequest,
     AuthorResult,
     ElicitRequest,
     ElicitResult,
     FixRequest,
     FixResult,
+    IterationRecord,
     JudgeAuthorRequest,
     JudgeCode,
     ReviewRequest,
@@ -32,6 +37,9 @@ from workflows.models import (
     ReviseRequest,
     ReviseResult,
     RewardArtifact,
+    SynthesisRequest,
+    SynthesisResult,
+    ToolOutcome,
     VisualCriteria,
     VisualCriteriaRequest,
     VisualCriterion,
@@ -184,49 +192,98 @@ def fix_code(req: FixRequest) -> FixResult:
 
 @activity.defn(name="revise_reward")
 def revise_reward(req: ReviseRequest) -> ReviseResult:
+    """One call of the reviser. With a model it may end in tool calls for the workflow to run
+    (not done); the call after the last tool round must submit."""
+    if is_offline(req.llm_model):
+        return _revise_offline(req)
     log = activity_logger(req.iteration, env_id=req.env_id, model=req.llm_model)
     store = ArtifactStore()
-    key = reward_key(req.session_id, req.iteration, req.candidate)
-    if is_offline(req.llm_model):
-        try:
-            revision = OfflineAuthor().revise(req)
-        except ValueError as exc:
-            raise ApplicationError(
-                str(exc), type="ReviseNotSupported", non_retryable=True
-            ) from None
-        store.put_text(key, revision.reward.code)
-        log.info("reward revised", params=revision.reward.params, changes=revision.changes)
-        changes = revision.changes
-        if req.feedback:
-            # Templates have no way to read free text: say so instead of pretending.
-            changes += " (your feedback was noted; the offline author cannot act on free text)"
+    folder = iteration_prefix(req.session_id, req.iteration) + f"revision_c{req.candidate}/"
+    history_key = folder + "history.json"
+    if req.transcript_key is None:
+        history = [r.model_dump(mode="json") for r in req.history]
+        store.put_text(history_key, json.dumps(history, indent=1))
+        opening = reward.revision_opening(req, store.get_text(req.reward.key))
+        messages = [Message(role="user", content=opening)]
+    else:
+        messages = dialogue.load(store.get_text(req.transcript_key))
+        messages.append(dialogue.answer_tools(store, req.tool_outcomes))
+        if req.final:
+            messages.append(Message(role="user", content=dialogue.tool_budget_note(1, 1)))
+    turn = reward.revise_turn(req.llm_model, messages, req.final)
+    if not turn.done:
+        key = store.put_text(folder + f"turn_{req.round}.json", dialogue.dump(turn.messages))
+        log.info("reviser looks up", calls=[c.label() for c in turn.tool_calls])
         return ReviseResult(
-            reward=_template_artifact(key, revision.reward),
-            timesteps=revision.timesteps,
-            changes=changes,
+            done=False,
+            tool_calls=turn.tool_calls,
+            transcript_key=key,
+            history_key=history_key,
+            usage=turn.call,
         )
-    code = store.get_text(req.reward.key)
-    revised, call = reward.revise(
-        req.prompt,
-        req.env_id,
-        req.criteria,
-        code,
-        req.judgment,
-        req.train,
-        req.timesteps,
-        req.timesteps_cap,
-        req.llm_model,
-        req.feedback,
-    )
+    # Later calls do not carry the history (it would grow the workflow history): S3 has it.
+    known = req.history or [
+        IterationRecord.model_validate(r) for r in json.loads(store.get_text(history_key))
+    ]
+    iterations = [r.iteration for r in known] or [req.iteration - 1]
+    revised = reward.revision_from(turn.arguments, iterations, req.algo)
+    key = reward_key(req.session_id, req.iteration, req.candidate)
     store.put_text(key, revised.reward.code)
     timesteps = min(revised.timesteps or req.timesteps, req.timesteps_cap)
     changes = revised.changes or revised.diagnosis or "revised the reward"
-    log.info("reward revised", diagnosis=revised.diagnosis, changes=changes, key=key)
+    log.info(
+        "reward revised",
+        diagnosis=revised.diagnosis,
+        changes=changes,
+        base=revised.base_iteration,
+        config=revised.config,
+        key=key,
+    )
     return ReviseResult(
         reward=_llm_artifact(key, revised.reward),
         timesteps=timesteps,
         changes=changes[:600],
-        usage=call,
+        diagnosis=revised.diagnosis,
+        base_iteration=revised.base_iteration or req.iteration - 1,
+        config=revised.config,
+        usage=turn.call,
+    )
+
+
+def _revise_offline(req: ReviseRequest) -> ReviseResult:
+    """Templates re-rendered with new parameters; from the best earlier iteration when the
+    last one did worse than it."""
+    log = activity_logger(req.iteration, env_id=req.env_id, model=req.llm_model)
+    base, rebased = req.iteration - 1, ""
+    if req.best is not None and req.best.judgment.score > req.judgment.score:
+        rebased = (
+            f"Rebased on iteration {req.best.iteration} (score {req.best.judgment.score:.2f}; "
+            f"the last scored {req.judgment.score:.2f}). "
+        )
+        base = req.best.iteration
+        req = req.model_copy(
+            update={
+                "reward": req.best.reward,
+                "judgment": req.best.judgment,
+                "train": req.best.train,
+            }
+        )
+    try:
+        revision = OfflineAuthor().revise(req)
+    except ValueError as exc:
+        raise ApplicationError(str(exc), type="ReviseNotSupported", non_retryable=True) from None
+    key = reward_key(req.session_id, req.iteration, req.candidate)
+    ArtifactStore().put_text(key, revision.reward.code)
+    log.info("reward revised", params=revision.reward.params, changes=revision.changes, base=base)
+    changes = rebased + revision.changes
+    if req.feedback:
+        # Templates have no way to read free text: say so instead of pretending.
+        changes += " (your feedback was noted; the offline author cannot act on free text)"
+    return ReviseResult(
+        reward=_template_artifact(key, revision.reward),
+        timesteps=revision.timesteps,
+        changes=changes,
+        base_iteration=base,
     )
 
 
@@ -266,6 +323,97 @@ def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
     )
 
 
+@activity.defn(name="synthesize_judgment")
+def synthesize_judgment(req: SynthesisRequest) -> SynthesisResult:
+    """One call of the synthesizer, which settles a disagreement between the judges; it may
+    end in tool calls (measure the trajectory, ask the video model) for the workflow to run."""
+    _llm_only("synthesize_judgment", req.llm_model)
+    log = activity_logger(model=req.llm_model, video=req.video_key)
+    store = ArtifactStore()
+    if req.transcript_key is None:
+        import io
+
+        import numpy as np
+
+        with np.load(io.BytesIO(store.get_bytes(req.trajectory_key))) as traj:
+            episode_s = len(traj["reward"]) * float(traj["meta_dt"])
+        messages = [Message(role="user", content=synthesizer.opening(req, episode_s))]
+    else:
+        messages = dialogue.load(store.get_text(req.transcript_key))
+        messages.append(dialogue.answer_tools(store, req.tool_outcomes))
+        if req.final:
+            messages.append(Message(role="user", content=dialogue.tool_budget_note(1, 1)))
+    turn = synthesizer.synthesis_turn(req.llm_model, messages, req.final)
+    if not turn.done:
+        key = store.put_text(req.folder + f"turn_{req.round}.json", dialogue.dump(turn.messages))
+        log.info("synthesizer looks up", calls=[c.label() for c in turn.tool_calls])
+        return SynthesisResult(
+            done=False, tool_calls=turn.tool_calls, transcript_key=key, usage=turn.call
+        )
+    score, trusted, diagnosis = synthesizer.settled(turn.arguments)
+    log.info("judges reconciled", score=score, trusted=trusted)
+    return SynthesisResult(
+        score=score,
+        trusted=trusted,  # type: ignore[arg-type]
+        diagnosis=diagnosis,
+        usage=turn.call,
+    )
+
+
+@activity.defn(name="ask_video")
+def ask_video(req: AskVideoRequest) -> ToolOutcome:
+    """An agent's question about a time window of the video: frames of that window to the
+    video model, its answer to S3 for the agent's next call."""
+    _llm_only("ask_video", req.llm_model)
+    from activities.judging.frames import sample_frames
+    from activities.llm.agents.common import ask, render_prompt
+    from activities.llm.providers.base import Media
+
+    store = ArtifactStore()
+    args = req.call.arguments
+    start, end = args.get("start_s"), args.get("end_s")
+    question = str(args.get("question") or "").strip()
+    error = None
+    if not question:
+        error = "ask_video needs a question"
+    elif not isinstance(start, int | float) or not isinstance(end, int | float | None):
+        error = "start_s and end_s must be numbers of seconds"
+    if error is None:
+        try:
+            frames = sample_frames(
+                store.get_bytes(req.video_key), req.frames, start_s=start, end_s=end
+            )
+        except ValueError as exc:
+            error = str(exc)
+    if error is not None:
+        store.put_text(req.result_key, f"error: {error}")
+        return ToolOutcome(
+            call_id=req.call.id,
+            name=req.call.name,
+            key=req.result_key,
+            is_error=True,
+            summary=error,
+        )
+    window = f"{start:g}-{end:g} s" if end is not None else f"{start:g} s to the end"
+    answer = ask(
+        "video_question",
+        req.llm_model,
+        system=render_prompt("video_question"),
+        user=synthesizer.video_question(req.prompt, question, window),
+        tool=synthesizer.ANSWER_QUESTION,
+        media=tuple(Media("image/jpeg", f) for f in frames),
+    )
+    text = " ".join(str(answer.arguments.get("answer") or "").split()) or "(no answer)"
+    store.put_text(req.result_key, text)
+    return ToolOutcome(
+        call_id=req.call.id,
+        name=req.call.name,
+        key=req.result_key,
+        summary=text[:200],
+        usage=answer.call,
+    )
+
+
 LLM_ACTIVITIES = [
     elicit_criteria,
     author_reward,
@@ -275,4 +423,6 @@ LLM_ACTIVITIES = [
     revise_reward,
     vlm_criteria,
     vlm_judge,
+    synthesize_judgment,
+    ask_video,
 ]

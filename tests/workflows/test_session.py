@@ -14,6 +14,9 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from workflows.models import (
+    MAX_TOOL_CALLS,
+    MAX_TOOL_ROUNDS,
+    AskVideoRequest,
     AuthorRequest,
     AuthorResult,
     Criterion,
@@ -34,6 +37,11 @@ from workflows.models import (
     ReviseResult,
     RewardArtifact,
     SessionResult,
+    SynthesisRequest,
+    SynthesisResult,
+    ToolCallRef,
+    ToolOutcome,
+    ToolRequest,
     TrainRequest,
     TrainResult,
     ValidateJudgeRequest,
@@ -66,6 +74,14 @@ class Script:
     run_scores: dict[str, float] = field(default_factory=dict)
     hang_from_iteration: int = 0  # train_policy hangs (until cancelled) from this iteration
     visual_score: float = 1.0  # what the stand-in VLM judge scores every video
+    # Tool calls (name, arguments) the reviser makes in each round before it submits; then
+    # the base and config it submits.
+    reviser_tools: list[list[tuple[str, dict]]] = field(default_factory=list)
+    revise_base: int | None = None
+    revise_config: str | None = None
+    # The synthesizer (judges disagree): its tool calls in round 0, then the score it settles.
+    synth_tools: list[tuple[str, dict]] = field(default_factory=list)
+    settle_score: float | None = None
     calls: dict[str, list] = field(default_factory=dict)
 
     def log(self, name: str, req) -> None:
@@ -167,13 +183,64 @@ class Script:
         @activity.defn(name="revise_reward")
         async def revise_reward(req: ReviseRequest) -> ReviseResult:
             script.log("revise_reward", req)
+            usage = script.usage("reviser", req.llm_model)
+            folder = f"sessions/{req.session_id}/iter_{req.iteration}/revision_c{req.candidate}/"
+            if req.round < len(script.reviser_tools) and not req.final:
+                calls = [
+                    ToolCallRef(id=f"call_{req.round}_{i}", name=name, arguments=args)
+                    for i, (name, args) in enumerate(script.reviser_tools[req.round])
+                ]
+                return ReviseResult(
+                    done=False,
+                    tool_calls=calls,
+                    transcript_key=folder + f"turn_{req.round}.json",
+                    history_key=folder + "history.json",
+                    usage=usage,
+                )
             return ReviseResult(
                 reward=_reward(
                     req.session_id, req.iteration, ctrl=req.reward.params.get("ctrl", 0.1) / 2
                 ),
                 timesteps=int(req.timesteps * 1.5),
                 changes="halved the control cost weight",
-                usage=script.usage("reviser", req.llm_model),
+                base_iteration=script.revise_base or req.iteration - 1,
+                config=script.revise_config,
+                usage=usage,
+            )
+
+        @activity.defn(name="session_tool")
+        async def session_tool(req: ToolRequest) -> ToolOutcome:
+            script.log("session_tool", req)
+            return ToolOutcome(
+                call_id=req.call.id, name=req.call.name, key=req.result_key, summary="looked"
+            )
+
+        @activity.defn(name="synthesize_judgment")
+        async def synthesize_judgment(req: SynthesisRequest) -> SynthesisResult:
+            script.log("synthesize_judgment", req)
+            usage = script.usage("synthesizer", req.llm_model)
+            if req.round == 0 and script.synth_tools:
+                calls = [
+                    ToolCallRef(id=f"s{i}", name=name, arguments=args)
+                    for i, (name, args) in enumerate(script.synth_tools)
+                ]
+                return SynthesisResult(
+                    done=False, tool_calls=calls, transcript_key=req.folder + "turn_0.json",
+                    usage=usage,
+                )  # fmt: skip
+            return SynthesisResult(
+                score=script.settle_score, trusted="video", diagnosis="it lies still", usage=usage
+            )
+
+        @activity.defn(name="ask_video")
+        async def ask_video(req: AskVideoRequest) -> ToolOutcome:
+            script.log("ask_video", req)
+            return ToolOutcome(
+                call_id=req.call.id,
+                name=req.call.name,
+                key=req.result_key,
+                summary="it lies still",
+                usage=script.usage("video_question", req.llm_model),
             )
 
         @activity.defn(name="validate_reward")
@@ -246,9 +313,11 @@ class Script:
                 revise_reward,
                 vlm_criteria,
                 vlm_judge,
+                synthesize_judgment,
+                ask_video,
             ],
             "train": [validate_reward, validate_judge, train_policy, evaluate_policy],
-            "judge": [judge_rollout],
+            "judge": [judge_rollout, session_tool],
         }
 
 
@@ -583,5 +652,132 @@ async def test_the_video_judge_joins_the_code_judge(temporal_env, queue_prefix):
     assert "visual_moves" in first.failure_tags and "judges_disagree" in first.failure_tags
     assert "Video: moves not_met: seen" in first.diagnosis
     assert script.calls["vlm_judge"][0].video_key.endswith("videos/eval.mp4")
-    # elicit, reward author, judge author, visual criteria, 2 reviews, 2 videos, 1 revision
+    # 0.9 against 0.0: the synthesizer was asked, once per run, and settled nothing here.
+    assert len(script.calls["synthesize_judgment"]) == 2
+    # elicit, reward author, judge author, visual criteria, 2 reviews, 2 videos,
+    # 2 syntheses, 1 revision
+    assert result.llm_usage.calls == 11
+
+
+async def test_the_reviser_looks_through_the_history_with_tools(temporal_env, queue_prefix):
+    script = Script(
+        scores=[0.3, 0.9],
+        reviser_tools=[
+            [("read_reward", {"iteration": 1}), ("read_judgment", {"iteration": 1})],
+            [("trajectory_stats", {"iteration": 1, "fields": ["info_x_velocity"]})],
+        ],
+    )
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=2, llm_model="claude-sonnet-4-6",
+        vlm_judge=False,
+    )  # fmt: skip
+    assert result.passed and len(result.iterations) == 2
+    calls = script.calls["revise_reward"]
+    # Two rounds of tools, then the answer: three calls, each one activity.
+    assert [(c.round, c.final) for c in calls] == [(0, False), (1, False), (2, False)]
+    assert [r.iteration for r in calls[0].history] == [1]
+    assert calls[1].history == [] and calls[1].transcript_key.endswith("revision_c0/turn_0.json")
+    keys = [o.key for o in calls[1].tool_outcomes]
+    assert [k.rsplit("/", 1)[1] for k in keys] == ["tool_0_0.txt", "tool_0_1.txt"]
+    tools = script.calls["session_tool"]
+    folder = keys[0].rsplit("/", 1)[0]
+    assert {t.history_key for t in tools} == {folder + "/history.json"}
+    second = result.iterations[1]
+    assert second.tools_used == [
+        "read_reward(iteration=1)",
+        "read_judgment(iteration=1)",
+        "trajectory_stats(iteration=1, fields=['info_x_velocity'])",
+    ]
+    assert second.based_on == 1
+    # Every call was counted: 4 before training, 3 for the revision, 1 review after it.
+    assert result.llm_usage.calls == 8
+
+
+async def test_the_reviser_must_submit_after_its_tool_rounds(temporal_env, queue_prefix):
+    greedy = [("read_training", {"iteration": 1})] * (MAX_TOOL_CALLS + 2)
+    script = Script(scores=[0.3, 0.9], reviser_tools=[greedy] * (MAX_TOOL_ROUNDS + 3))
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=2, llm_model="gpt-5.1",
+        vlm_judge=False,
+    )  # fmt: skip
+    calls = script.calls["revise_reward"]
+    assert len(calls) == MAX_TOOL_ROUNDS + 1 and calls[-1].final
+    # Only MAX_TOOL_CALLS per round ran; the rest were answered without running.
+    assert len(script.calls["session_tool"]) == MAX_TOOL_ROUNDS * MAX_TOOL_CALLS
+    skipped = [o for o in calls[1].tool_outcomes if o.key is None]
+    assert len(skipped) == 2 and all(o.is_error and "skipped" in o.summary for o in skipped)
+    assert result.passed
+
+
+async def test_revision_may_rebase_and_change_the_config(temporal_env, queue_prefix):
+    # Iteration 2 does worse than 1: the third revision is offered iteration 1 as a base.
+    script = Script(scores=[0.6, 0.3, 0.9], revise_base=1, revise_config="entropy")
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=3, llm_model="claude-sonnet-4-6",
+        vlm_judge=False,
+    )  # fmt: skip
+    first_revision, second_revision = script.calls["revise_reward"]
+    assert first_revision.best is None  # the last iteration was the best
+    assert second_revision.best is not None and second_revision.best.iteration == 1
+    assert second_revision.judgment.score == 0.3
+    assert [r.based_on for r in result.iterations] == [None, 1, 1]
+    trained = [(t.iteration, t.config, t.configs) for t in script.calls["train_policy"]]
+    assert trained[0][:2] == (1, "default")
+    assert trained[1] == (2, "entropy", 5) and trained[2][1] == "entropy"
+    assert result.passed and result.iterations[2].config == "entropy"
+
+
+async def test_the_synthesizer_settles_a_disagreement_with_tools(temporal_env, queue_prefix):
+    script = Script(
+        scores=[0.9],
+        visual_score=0.0,
+        synth_tools=[
+            ("ask_video", {"question": "does it move?", "start_s": 0, "end_s": 2}),
+            ("measure_window", {"fields": ["info_x_velocity"], "start_s": 0}),
+        ],
+        settle_score=0.2,
+    )
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=1, llm_model="gemini-2.5-pro"
+    )
+    first, second = script.calls["synthesize_judgment"]
+    assert first.code.score == 0.9 and first.visual.score == 0.0
+    assert first.folder.endswith("iter_1/c0_default_seed_0/synthesis/")
+    assert [o.summary for o in second.tool_outcomes] == ["it lies still", "looked"]
+    asked = script.calls["ask_video"][0]
+    assert asked.video_key.endswith("videos/eval.mp4") and asked.result_key.endswith("tool_0_0.txt")
+    assert script.calls["session_tool"][0].trajectory_key.endswith("trajectories/eval.npz")
+    record = result.iterations[0]
+    # The settled 0.2 replaces the 70/30 mix (0.63); it stays between the judges' scores.
+    assert record.score == pytest.approx(0.2) and not record.passed
+    assert {"judges_disagree", "trusted_video"} <= set(record.failure_tags)
+    assert "the synthesizer trusted video: it lies still" in record.diagnosis
+    # elicit, author, judge author, visual criteria, review, video, 2 syntheses, 1 question
     assert result.llm_usage.calls == 9
+
+
+async def test_long_sessions_continue_as_new_between_iterations(temporal_env, queue_prefix):
+    script = Script(scores=[0.3, 0.4, 0.9], reviser_tools=[[("read_reward", {"iteration": 1})]])
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=3, iterations_per_run=1,
+        llm_model="claude-sonnet-4-6", vlm_judge=False,
+    )  # fmt: skip
+    # One session over three workflow runs: the result holds every iteration and all spend.
+    assert result.passed and [r.iteration for r in result.iterations] == [1, 2, 3]
+    assert len(script.calls["elicit_criteria"]) == 1 and len(script.calls["author_judge"]) == 1
+    assert len(script.calls["validate_judge"]) == 1  # validated once, carried after
+    # 4 before training; per revision 2 reviser calls and 1 review.
+    assert result.llm_usage.calls == 4 + 2 * 3 and result.training_seconds == 180.0
+    third = [c for c in script.calls["revise_reward"] if c.iteration == 3][0]
+    assert [r.iteration for r in third.history] == [1, 2]
+    assert third.judgment.score == 0.4 and third.best is None
+    runs: list = []
+    for _ in range(50):
+        query = f"WorkflowId = '{result.session_id}'"
+        runs = [w async for w in temporal_env.client.list_workflows(query)]
+        if len(runs) == 3:
+            break
+        await asyncio.sleep(0.2)
+    assert sorted(str(w.status.name) for w in runs) == [
+        "COMPLETED", "CONTINUED_AS_NEW", "CONTINUED_AS_NEW"
+    ]  # fmt: skip

@@ -49,27 +49,22 @@ class AgentAnswer:
     call: LLMCall
 
 
-def ask(
+def call_model(
     agent: str,
     model_name: str,
+    messages: list[Message],
     *,
     system: str,
-    user: str,
-    tool: ToolSpec,
+    tools: list[ToolSpec],
     temperature: float | None = 0.0,
-    media: tuple[Media, ...] = (),
-) -> AgentAnswer:
-    """One provider call: the agent's answer as the submit tool's arguments, with accounting."""
+) -> tuple[Completion, LLMCall]:
+    """One provider call with its accounting (tokens, latency, estimated cost) logged."""
     from activities.llm.providers.registry import make_provider
 
     provider = make_provider(model_name)
     started = time.monotonic()
     completion = provider.complete(
-        [Message(role="user", content=user, media=media)],
-        system=system,
-        tools=[tool],
-        max_tokens=MAX_TOKENS,
-        temperature=temperature,
+        messages, system=system, tools=tools, max_tokens=MAX_TOKENS, temperature=temperature
     )
     latency = time.monotonic() - started
     usage = completion.usage
@@ -90,10 +85,32 @@ def ask(
         latency_s=call.latency_s,
         cost_usd=call.cost_usd,
     )
-    return AgentAnswer(_arguments(completion, tool), completion, call)
+    return completion, call
 
 
-def _arguments(completion: Completion, tool: ToolSpec) -> dict[str, Any]:
+def ask(
+    agent: str,
+    model_name: str,
+    *,
+    system: str,
+    user: str,
+    tool: ToolSpec,
+    temperature: float | None = 0.0,
+    media: tuple[Media, ...] = (),
+) -> AgentAnswer:
+    """One provider call: the agent's answer as the submit tool's arguments, with accounting."""
+    completion, call = call_model(
+        agent,
+        model_name,
+        [Message(role="user", content=user, media=media)],
+        system=system,
+        tools=[tool],
+        temperature=temperature,
+    )
+    return AgentAnswer(submitted_arguments(completion, tool), completion, call)
+
+
+def submitted_arguments(completion: Completion, tool: ToolSpec) -> dict[str, Any]:
     for tc in completion.tool_calls:
         if tc.name == tool.name:
             return dict(tc.arguments)

@@ -7,8 +7,19 @@ from typing import Any
 
 from activities.llm.agents.common import ask, clean_code, render_prompt, require
 from activities.llm.agents.context import code_text, criteria_text, env_text, intent_text, join
-from activities.llm.providers.base import ToolSpec
-from workflows.models import Criterion, Judgment, LLMCall, TrainResult
+from activities.llm.agents.dialogue import Turn, take_turn, tool_budget_note
+from activities.llm.agents.tool_specs import REVISER_TOOLS
+from activities.llm.providers.base import Message, ToolSpec
+from workflows.models import (
+    CONFIG_NAMES,
+    MAX_TOOL_ROUNDS,
+    Criterion,
+    IterationRecord,
+    Judgment,
+    LLMCall,
+    ReviseRequest,
+    TrainResult,
+)
 
 _CODE_FIELDS: dict[str, Any] = {
     "code": {"type": "string", "description": "the whole Python module"},
@@ -45,7 +56,16 @@ SUBMIT_REVISION = ToolSpec(
         "properties": {
             "diagnosis": {"type": "string"},
             "changes": {"type": "string"},
+            "base_iteration": {
+                "type": "integer",
+                "description": "the iteration whose reward you revised (default: the last)",
+            },
             "timesteps": {"type": "integer"},
+            "config": {
+                "type": "string",
+                "enum": list(CONFIG_NAMES),
+                "description": "PPO hyperparameter config for the next run (default: keep)",
+            },
             **_CODE_FIELDS,
         },
         "required": ["diagnosis", "changes", "code"],
@@ -140,46 +160,84 @@ class Revision:
     diagnosis: str
     changes: str
     timesteps: int | None
+    base_iteration: int | None = None
+    config: str | None = None
 
 
-def revise(
-    prompt: str,
-    env_id: str,
-    criteria: list[Criterion],
-    code: str,
-    judgment: Judgment,
-    train: TrainResult,
-    timesteps: int,
-    timesteps_cap: int,
-    model: str,
-    feedback: list[str] | None = None,
-) -> tuple[Revision, LLMCall]:
-    answer = ask(
+def revision_opening(req: ReviseRequest, code: str) -> str:
+    """The first user message of a revision: the last iteration's evidence in full, the rest of
+    the session as a table the tools can open."""
+    last = req.iteration - 1
+    return join(
+        intent_text(req.prompt),
+        env_text(req.env_id),
+        criteria_text(req.criteria),
+        code_text(f"Reward code trained in iteration {last} (the last)", code),
+        judgment_text(req.judgment),
+        training_text(req.train, req.timesteps, req.timesteps_cap, req.algo),
+        history_text(req.history, req.best.iteration if req.best else None),
+        feedback_text(req.feedback),
+        f"You are writing the reward for iteration {req.iteration}. "
+        + tool_budget_note(0, MAX_TOOL_ROUNDS),
+    )
+
+
+def revise_turn(model: str, messages: list[Message], final: bool) -> Turn:
+    return take_turn(
         "reviser",
         model,
         system=_system("reviser"),
-        user=join(
-            intent_text(prompt),
-            env_text(env_id),
-            criteria_text(criteria),
-            code_text("Reward code trained", code),
-            judgment_text(judgment),
-            training_text(train, timesteps, timesteps_cap),
-            feedback_text(feedback or []),
-        ),
-        tool=SUBMIT_REVISION,
+        messages=messages,
+        tools=REVISER_TOOLS,
+        submit=SUBMIT_REVISION,
+        final=final,
     )
-    args = answer.arguments
+
+
+def revision_from(args: dict[str, Any], iterations: list[int], algo: str) -> Revision:
+    """The submitted revision; a base or config outside what the session has is dropped."""
     steps = args.get("timesteps")
-    return (
-        Revision(
-            reward=RewardCode.from_args(args, "reviser"),
-            diagnosis=" ".join(str(args.get("diagnosis") or "").split())[:600],
-            changes=" ".join(str(args.get("changes") or "").split())[:600],
-            timesteps=int(steps) if isinstance(steps, int | float) and steps > 0 else None,
-        ),
-        answer.call,
+    base = args.get("base_iteration")
+    config = args.get("config")
+    return Revision(
+        reward=RewardCode.from_args(args, "reviser"),
+        diagnosis=" ".join(str(args.get("diagnosis") or "").split())[:600],
+        changes=" ".join(str(args.get("changes") or "").split())[:600],
+        timesteps=int(steps) if isinstance(steps, int | float) and steps > 0 else None,
+        base_iteration=int(base) if isinstance(base, int | float) and base in iterations else None,
+        config=config if config in CONFIG_NAMES and algo == "ppo" else None,
     )
+
+
+def history_text(history: list[IterationRecord], best: int | None) -> str:
+    if len(history) < 2 and best is None:
+        return ""
+    lines = [
+        "# The session so far (open any iteration with the tools)",
+        "",
+        "| iteration | score | passed | failure tags | config | reward | what the reviser changed "
+        "| people said |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in history:
+        cells = [
+            str(r.iteration),
+            f"{r.score:.2f}",
+            "yes" if r.passed else "no",
+            ", ".join(r.failure_tags) or "-",
+            r.config,
+            r.reward_summary or "-",
+            (r.changes or "-")[:200],
+            "; ".join(r.feedback)[:200] or "-",
+        ]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    if best is not None:
+        lines.append(
+            f"\nIteration {best} scored best so far, better than the last. You may revise its "
+            "reward instead of the last one's (read it with read_reward): say so in "
+            "base_iteration."
+        )
+    return "\n".join(lines)
 
 
 def feedback_text(feedback: list[str]) -> str:
@@ -202,13 +260,13 @@ def judgment_text(j: Judgment) -> str:
     return "\n".join(lines)
 
 
-def training_text(t: TrainResult, timesteps: int, cap: int) -> str:
+def training_text(t: TrainResult, timesteps: int, cap: int, algo: str = "ppo") -> str:
     means = ", ".join(f"{k} {v:+.3g}" for k, v in sorted(t.term_means.items()))
     ret = f"{t.mean_episode_return:.1f}" if t.mean_episode_return is not None else "-"
     env_ret = f"{t.mean_env_return:.1f}" if t.mean_env_return is not None else "-"
     return (
-        f"# Training\n\n{t.timesteps_done:,} steps of PPO ({timesteps:,} asked; the next "
-        f"iteration may use up to {cap:,}). Mean episode return {ret} under this reward, "
+        f"# Training\n\n{t.timesteps_done:,} steps of {algo.upper()} ({timesteps:,} asked; "
+        f"the next iteration may use up to {cap:,}). Mean episode return {ret} under this reward, "
         f"{env_ret} under the env's own reward. Per-step mean of each term: {means or '-'}. "
         + (
             "Returns were still rising at the end."

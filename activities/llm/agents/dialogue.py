@@ -1,0 +1,123 @@
+"""Agents that use tools over several calls, one provider call per activity.
+
+Between calls the conversation lives in S3 as JSON (one immutable file per turn, so a retried
+activity rewrites the same key with the same content) and the workflow runs the tools the model
+asked for as activities. A turn either ends with the agent's submit tool (done) or with tool
+calls for the workflow to run; in the final turn only the submit tool is offered.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from activities.artifacts import ArtifactStore
+from activities.llm.agents.common import call_model, submitted_arguments
+from activities.llm.providers.base import Message, ToolCall, ToolResult, ToolSpec
+from workflows.models import MAX_TOOL_CALLS, LLMCall, ToolCallRef, ToolOutcome
+
+# A tool call's arguments travel through the workflow history: keep them small.
+MAX_ARGUMENT_CHARS = 1000
+# A tool result the model reads back: enough for a reward module or a table, not a dump.
+MAX_RESULT_CHARS = 12_000
+
+
+def dump(messages: list[Message]) -> str:
+    out = []
+    for m in messages:
+        out.append(
+            {
+                "role": m.role,
+                "content": m.content,
+                "tool_calls": [
+                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
+                ],
+                "tool_results": [
+                    {
+                        "tool_call_id": r.tool_call_id,
+                        "content": r.content,
+                        "is_error": r.is_error,
+                        "name": r.name,
+                    }
+                    for r in m.tool_results
+                ],
+            }
+        )
+    return json.dumps(out, indent=1)
+
+
+def load(text: str) -> list[Message]:
+    return [
+        Message(
+            role=m["role"],
+            content=m.get("content", ""),
+            tool_calls=tuple(ToolCall(**c) for c in m.get("tool_calls", [])),
+            tool_results=tuple(ToolResult(**r) for r in m.get("tool_results", [])),
+        )
+        for m in json.loads(text)
+    ]
+
+
+def answer_tools(store: ArtifactStore, outcomes: list[ToolOutcome]) -> Message:
+    """The tool turn that answers the last assistant turn's calls, read from S3."""
+    results = []
+    for o in outcomes:
+        text = store.get_text(o.key) if o.key else o.summary
+        if len(text) > MAX_RESULT_CHARS:
+            text = text[:MAX_RESULT_CHARS] + "\n[... cut: ask for less]"
+        results.append(ToolResult(o.call_id, text, is_error=o.is_error, name=o.name))
+    return Message(role="tool", tool_results=tuple(results))
+
+
+@dataclass
+class Turn:
+    done: bool
+    arguments: dict[str, Any] = field(default_factory=dict)  # the submit tool's, when done
+    tool_calls: list[ToolCallRef] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)  # the conversation after this turn
+    call: LLMCall | None = None
+
+
+def take_turn(
+    agent: str,
+    model: str,
+    *,
+    system: str,
+    messages: list[Message],
+    tools: list[ToolSpec],
+    submit: ToolSpec,
+    final: bool,
+) -> Turn:
+    """One call: the submitted answer, or the tool calls the model made (at most
+    MAX_TOOL_CALLS of them are run; the rest are answered as skipped by the workflow)."""
+    offered = [submit] if final else [*tools, submit]
+    completion, call = call_model(agent, model, messages, system=system, tools=offered)
+    submitted = next((c for c in completion.tool_calls if c.name == submit.name), None)
+    if submitted is not None:
+        return Turn(done=True, arguments=dict(submitted.arguments), call=call)
+    if completion.tool_calls and not final:
+        assistant = Message(
+            role="assistant", content=completion.text, tool_calls=tuple(completion.tool_calls)
+        )
+        refs = [_ref(c) for c in completion.tool_calls]
+        return Turn(done=False, tool_calls=refs, messages=[*messages, assistant], call=call)
+    # No tool call: a model that answers in text (code block or JSON) is still understood.
+    return Turn(done=True, arguments=submitted_arguments(completion, submit), call=call)
+
+
+def _ref(call: ToolCall) -> ToolCallRef:
+    args = call.arguments
+    if len(json.dumps(args, default=str)) > MAX_ARGUMENT_CHARS:
+        args = {"_too_long": True}
+    return ToolCallRef(id=call.id, name=call.name, arguments=args)
+
+
+def tool_budget_note(round_: int, rounds: int) -> str:
+    left = rounds - round_
+    if left <= 0:
+        return "No more tool calls: submit your answer now."
+    return (
+        f"You may look things up with the tools for {left} more round(s), at most "
+        f"{MAX_TOOL_CALLS} calls per round, before you must submit."
+    )

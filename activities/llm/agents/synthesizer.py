@@ -1,0 +1,83 @@
+"""The judgment synthesizer: settles a disagreement between the trajectory judge and the video
+judge, after looking at the trajectory and the video with bounded tools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from activities.llm.agents.common import render_prompt
+from activities.llm.agents.context import intent_text, join
+from activities.llm.agents.dialogue import Turn, take_turn, tool_budget_note
+from activities.llm.agents.reward import judgment_text
+from activities.llm.agents.tool_specs import SYNTHESIZER_TOOLS
+from activities.llm.providers.base import Message, ToolSpec
+from workflows.models import SYNTH_TOOL_ROUNDS, SynthesisRequest
+
+SUBMIT_SYNTHESIS = ToolSpec(
+    name="submit_synthesis",
+    description="Submit the settled judgment of the rollout.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "score": {"type": "number", "minimum": 0, "maximum": 1},
+            "trusted": {"type": "string", "enum": ["trajectory", "video", "both"]},
+            "diagnosis": {"type": "string"},
+        },
+        "required": ["score", "trusted", "diagnosis"],
+    },
+)
+
+ANSWER_QUESTION = ToolSpec(
+    name="answer_question",
+    description="Answer the question about the frames.",
+    input_schema={
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+    },
+)
+
+
+def opening(req: SynthesisRequest, episode_s: float | None = None) -> str:
+    visual = [f"# Video judge: score {req.visual.score:.2f} (shown {req.visual.shown})"]
+    looks = {c.name: c.look_for for c in req.visual_criteria}
+    for v in req.visual.verdicts:
+        visual.append(f"- {v.name} ({looks.get(v.name, '')}): {v.verdict}. {v.reason}")
+    length = f" The episode lasts {episode_s:.2f} s." if episode_s else ""
+    return join(
+        intent_text(req.prompt),
+        f"# Environment\n\n{req.env_id}.{length}",
+        judgment_text(req.code).replace("# Judgment", "# Trajectory judge", 1),
+        "\n".join(visual),
+        tool_budget_note(0, SYNTH_TOOL_ROUNDS),
+    )
+
+
+def synthesis_turn(model: str, messages: list[Message], final: bool) -> Turn:
+    return take_turn(
+        "synthesizer",
+        model,
+        system=render_prompt("synthesizer"),
+        messages=messages,
+        tools=SYNTHESIZER_TOOLS,
+        submit=SUBMIT_SYNTHESIS,
+        final=final,
+    )
+
+
+def settled(args: dict[str, Any]) -> tuple[float | None, str, str]:
+    """(score or None when unusable, trusted, diagnosis) from the submitted arguments."""
+    score = args.get("score")
+    value = float(score) if isinstance(score, int | float) and 0 <= score <= 1 else None
+    trusted = args.get("trusted") if args.get("trusted") in ("trajectory", "video") else "both"
+    diagnosis = " ".join(str(args.get("diagnosis") or "").split())[:600]
+    return value, trusted, diagnosis
+
+
+def video_question(prompt: str, question: str, window: str) -> str:
+    return join(
+        intent_text(prompt),
+        f"# Question about {window} of the episode\n\n{question.strip()}",
+        "The frames are in order, evenly spaced over that window. Answer in two or three "
+        "sentences from what is visible, by calling `answer_question`.",
+    )

@@ -1,0 +1,81 @@
+"""The tools agents may call between their LLM calls (run by the workflow as activities).
+
+The reviser looks through the session's history; the synthesizer, when the trajectory judge and
+the video judge disagree, asks the video model about a stretch of time or measures the
+trajectory there. Names here are what `activities/judging/session_tools.py` runs.
+"""
+
+from __future__ import annotations
+
+from activities.llm.providers.base import ToolSpec
+
+_ITERATION = {"type": "integer", "description": "the iteration number (1 is the first)"}
+_WINDOW = {
+    "start_s": {"type": "number", "description": "from this time in the episode, seconds"},
+    "end_s": {"type": "number", "description": "to this time, seconds (omit: the end)"},
+}
+_FIELDS = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "trajectory fields: info_<key>, term_<name>, reward, env_reward, "
+    "qpos[<i>], qvel[<i>], action[<i>] (omit: every info_ and term_ field)",
+}
+
+READ_REWARD = ToolSpec(
+    name="read_reward",
+    description="The reward code that won an earlier iteration.",
+    input_schema={
+        "type": "object",
+        "properties": {"iteration": _ITERATION},
+        "required": ["iteration"],
+    },
+)
+READ_JUDGMENT = ToolSpec(
+    name="read_judgment",
+    description="An iteration's judgment: score, diagnosis, each criterion's measurement, the "
+    "failure tags and the scores at the evaluation checkpoints during training.",
+    input_schema={
+        "type": "object",
+        "properties": {"iteration": _ITERATION},
+        "required": ["iteration"],
+    },
+)
+READ_TRAINING = ToolSpec(
+    name="read_training",
+    description="How an iteration's training went: returns and per-term reward means over the "
+    "run (about ten points), losses, entropy, hyperparameters.",
+    input_schema={
+        "type": "object",
+        "properties": {"iteration": _ITERATION},
+        "required": ["iteration"],
+    },
+)
+TRAJECTORY_STATS = ToolSpec(
+    name="trajectory_stats",
+    description="Statistics (mean, min, max, first, last) of fields of an iteration's "
+    "evaluation episode, optionally over a time window.",
+    input_schema={
+        "type": "object",
+        "properties": {"iteration": _ITERATION, "fields": _FIELDS, **_WINDOW},
+        "required": ["iteration"],
+    },
+)
+REVISER_TOOLS = [READ_REWARD, READ_JUDGMENT, READ_TRAINING, TRAJECTORY_STATS]
+
+MEASURE_WINDOW = ToolSpec(
+    name="measure_window",
+    description="Statistics (mean, min, max, first, last) of fields of the disputed episode's "
+    "trajectory, optionally over a time window.",
+    input_schema={"type": "object", "properties": {"fields": _FIELDS, **_WINDOW}},
+)
+ASK_VIDEO = ToolSpec(
+    name="ask_video",
+    description="Ask the video judge a question about a time window of the episode's video; it "
+    "looks at frames from that window only.",
+    input_schema={
+        "type": "object",
+        "properties": {"question": {"type": "string"}, **_WINDOW},
+        "required": ["question", "start_s"],
+    },
+)
+SYNTHESIZER_TOOLS = [MEASURE_WINDOW, ASK_VIDEO]
