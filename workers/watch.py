@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 
-from workflows.models import LLMUsage, SessionResult, SessionStatus
+from workflows.models import IterationRecord, LLMUsage, SessionResult, SessionStatus
 
 
 async def live_timesteps(handle: WorkflowHandle) -> tuple[int | None, Any]:
@@ -90,6 +90,19 @@ def usage_line(usage: LLMUsage, training_seconds: float) -> str:
     return f"{llm}; training {training_seconds / 60:.1f} min"
 
 
+def _revision_note(rec: IterationRecord) -> str:
+    """How the reviser got to this iteration's reward: what it changed, from which iteration,
+    after looking at what."""
+    if not rec.changes:
+        return ""
+    note = f"\n(changed: {rec.changes}"
+    if rec.based_on is not None and rec.based_on != rec.iteration - 1:
+        note += f"; rebased on iteration {rec.based_on}"
+    if rec.tools_used:
+        note += f"; looked up {', '.join(rec.tools_used)}"
+    return note + ")"
+
+
 def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -> None:
     table = Table(title=f"session {result.session_id}", show_lines=False)
     for col in ("iter", "timesteps", "score", "passed", "diagnosis"):
@@ -100,13 +113,14 @@ def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -
             f"{rec.timesteps:,}",
             f"{rec.score:.2f}",
             "yes" if rec.passed else "no",
-            escape(rec.diagnosis + (f"\n(changed: {rec.changes})" if rec.changes else "")),
+            escape(rec.diagnosis + _revision_note(rec)),
         )
     console.print(table)
     verdict = {
         "passed": "[green]PASSED[/green]",
         "not_passed": "[yellow]NOT PASSED[/yellow]",
         "budget_exhausted": "[yellow]BUDGET EXHAUSTED[/yellow]",
+        "aborted": "[yellow]ABORTED[/yellow]",
     }[result.status]
     if result.note:
         console.print(f"{verdict}  {escape(result.note)}")

@@ -20,12 +20,17 @@ def details_markdown(status: SessionStatus) -> str:
     if usage.calls:
         lines.append(f"LLM: {usage.calls} calls, ~${usage.cost_usd:.4f}")
     if status.iterations:
-        lines += ["", "| iter | score | pass | diagnosis |", "| --- | --- | --- | --- |"]
+        lines += [
+            "",
+            "| iter | score | pass | revised from | diagnosis |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for rec in status.iterations:
             diagnosis = rec.diagnosis.replace("|", "/")[:200]
+            base = "-" if rec.based_on is None else str(rec.based_on)
             lines.append(
                 f"| {rec.iteration} | {rec.score:.2f} | {'yes' if rec.passed else 'no'} "
-                f"| {diagnosis} |"
+                f"| {base} | {diagnosis} |"
             )
     if status.signal_errors:
         lines += ["", "Ignored signals:", *(f"- {e}" for e in status.signal_errors[-3:])]

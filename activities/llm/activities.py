@@ -1,7 +1,9 @@
 """LLM-pool activities: each is at most one LLM call (none for the offline author).
 
 elicit_criteria -> author_reward (x K candidates) and author_judge -> review_reward -> fix_code
-(after a failed validation) -> revise_reward. Generated code goes to S3 and the workflow gets
+(after a failed validation) -> revise_reward (one call per activity; between calls the workflow
+runs the tools the reviser asked for). The video judge and the synthesizer are in
+judging_activities.py. Generated code goes to S3 and the workflow gets
 keys, short text and the call's accounting back. Sync activities: the LLM worker runs them in
 its thread pool, so a slow provider or boto3 blocks only that thread.
 """
@@ -15,14 +17,13 @@ from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore, iteration_prefix, session_prefix
 from activities.llm.agents import criteria as criteria_agent
-from activities.llm.agents import dialogue, fixer, judge, reward, synthesizer, vlm
+from activities.llm.agents import dialogue, fixer, judge, reward
 from activities.llm.offline import OfflineAuthor
 from activities.llm.offline.render import RenderedReward
-from activities.llm.provider import is_offline, model_label
+from activities.llm.provider import is_offline, llm_only, model_label
 from activities.llm.providers.base import Message
 from activities.logs import activity_logger
 from workflows.models import (
-    AskVideoRequest,
     AuthorRequest,
     AuthorResult,
     ElicitRequest,
@@ -37,15 +38,6 @@ from workflows.models import (
     ReviseRequest,
     ReviseResult,
     RewardArtifact,
-    SynthesisRequest,
-    SynthesisResult,
-    ToolOutcome,
-    VisualCriteria,
-    VisualCriteriaRequest,
-    VisualCriterion,
-    VisualJudgment,
-    VisualVerdict,
-    VlmJudgeRequest,
 )
 
 REWARD_FILE = "reward_fn.py"
@@ -78,15 +70,6 @@ def _template_artifact(key: str, r: RenderedReward) -> RewardArtifact:
 
 def _llm_artifact(key: str, code: reward.RewardCode) -> RewardArtifact:
     return RewardArtifact(key=key, latex=code.latex, terms=code.terms, summary=code.summary)
-
-
-def _llm_only(name: str, model: str) -> None:
-    if is_offline(model):
-        raise ApplicationError(
-            f"{name} needs a language model; the offline author does not do it",
-            type="NotSupportedOffline",
-            non_retryable=True,
-        )
 
 
 @activity.defn(name="elicit_criteria")
@@ -129,7 +112,7 @@ def author_reward(req: AuthorRequest) -> AuthorResult:
 
 @activity.defn(name="author_judge")
 def author_judge(req: JudgeAuthorRequest) -> JudgeCode:
-    _llm_only("author_judge", req.llm_model)
+    llm_only("author_judge", req.llm_model)
     log = activity_logger(env_id=req.env_id, model=req.llm_model)
     code, summary, call = judge.author_judge(req.prompt, req.env_id, req.criteria, req.llm_model)
     key = ArtifactStore().put_text(judge_key(req.session_id), code)
@@ -139,7 +122,7 @@ def author_judge(req: JudgeAuthorRequest) -> JudgeCode:
 
 @activity.defn(name="review_reward")
 def review_reward(req: ReviewRequest) -> ReviewResult:
-    _llm_only("review_reward", req.llm_model)
+    llm_only("review_reward", req.llm_model)
     log = activity_logger(req.iteration, env_id=req.env_id, model=req.llm_model)
     store = ArtifactStore()
     code = store.get_text(req.reward.key)
@@ -158,7 +141,7 @@ def review_reward(req: ReviewRequest) -> ReviewResult:
 
 @activity.defn(name="fix_code")
 def fix_code(req: FixRequest) -> FixResult:
-    _llm_only("fix_code", req.llm_model)
+    llm_only("fix_code", req.llm_model)
     log = activity_logger(req.iteration, env_id=req.env_id, kind=req.kind, fix_attempt=req.attempt)
     store = ArtifactStore()
     code = store.get_text(req.code_key)
@@ -287,132 +270,8 @@ def _revise_offline(req: ReviseRequest) -> ReviseResult:
     )
 
 
-@activity.defn(name="vlm_criteria")
-def vlm_criteria(req: VisualCriteriaRequest) -> VisualCriteria:
-    _llm_only("vlm_criteria", req.llm_model)
-    criteria, call = vlm.visual_criteria(req.prompt, req.llm_model)
-    return VisualCriteria(criteria=[VisualCriterion(**c) for c in criteria], usage=call)
-
-
-@activity.defn(name="vlm_judge")
-def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
-    """The rollout's video to a vision-language model: the mp4 itself when the model takes
-    video, else evenly spaced frames."""
-    _llm_only("vlm_judge", req.llm_model)
-    from activities.judging.frames import sample_frames
-    from activities.llm.providers.base import Media
-    from activities.llm.providers.registry import make_provider
-
-    log = activity_logger(model=req.llm_model, video=req.video_key)
-    video = ArtifactStore().get_bytes(req.video_key)
-    if "video" in make_provider(req.llm_model).accepts_media:
-        media: tuple[Media, ...] = (Media("video/mp4", video),)
-        shown = "video"
-    else:
-        media = tuple(Media("image/jpeg", f) for f in sample_frames(video, req.frames))
-        shown = f"{len(media)} frames"
-    criteria = [c.model_dump() for c in req.criteria]
-    verdicts, call = vlm.judge_video(req.prompt, criteria, media, req.llm_model)
-    score = sum(v["score"] for v in verdicts) / max(len(verdicts), 1)
-    log.info("video judged", shown=shown, score=score)
-    return VisualJudgment(
-        score=round(score, 4),
-        verdicts=[VisualVerdict(**v) for v in verdicts],
-        shown=shown,
-        usage=call,
-    )
-
-
-@activity.defn(name="synthesize_judgment")
-def synthesize_judgment(req: SynthesisRequest) -> SynthesisResult:
-    """One call of the synthesizer, which settles a disagreement between the judges; it may
-    end in tool calls (measure the trajectory, ask the video model) for the workflow to run."""
-    _llm_only("synthesize_judgment", req.llm_model)
-    log = activity_logger(model=req.llm_model, video=req.video_key)
-    store = ArtifactStore()
-    if req.transcript_key is None:
-        import io
-
-        import numpy as np
-
-        with np.load(io.BytesIO(store.get_bytes(req.trajectory_key))) as traj:
-            episode_s = len(traj["reward"]) * float(traj["meta_dt"])
-        messages = [Message(role="user", content=synthesizer.opening(req, episode_s))]
-    else:
-        messages = dialogue.load(store.get_text(req.transcript_key))
-        messages.append(dialogue.answer_tools(store, req.tool_outcomes))
-        if req.final:
-            messages.append(Message(role="user", content=dialogue.tool_budget_note(1, 1)))
-    turn = synthesizer.synthesis_turn(req.llm_model, messages, req.final)
-    if not turn.done:
-        key = store.put_text(req.folder + f"turn_{req.round}.json", dialogue.dump(turn.messages))
-        log.info("synthesizer looks up", calls=[c.label() for c in turn.tool_calls])
-        return SynthesisResult(
-            done=False, tool_calls=turn.tool_calls, transcript_key=key, usage=turn.call
-        )
-    score, trusted, diagnosis = synthesizer.settled(turn.arguments)
-    log.info("judges reconciled", score=score, trusted=trusted)
-    return SynthesisResult(
-        score=score,
-        trusted=trusted,  # type: ignore[arg-type]
-        diagnosis=diagnosis,
-        usage=turn.call,
-    )
-
-
-@activity.defn(name="ask_video")
-def ask_video(req: AskVideoRequest) -> ToolOutcome:
-    """An agent's question about a time window of the video: frames of that window to the
-    video model, its answer to S3 for the agent's next call."""
-    _llm_only("ask_video", req.llm_model)
-    from activities.judging.frames import sample_frames
-    from activities.llm.agents.common import ask, render_prompt
-    from activities.llm.providers.base import Media
-
-    store = ArtifactStore()
-    args = req.call.arguments
-    start, end = args.get("start_s"), args.get("end_s")
-    question = str(args.get("question") or "").strip()
-    error = None
-    if not question:
-        error = "ask_video needs a question"
-    elif not isinstance(start, int | float) or not isinstance(end, int | float | None):
-        error = "start_s and end_s must be numbers of seconds"
-    if error is None:
-        try:
-            frames = sample_frames(
-                store.get_bytes(req.video_key), req.frames, start_s=start, end_s=end
-            )
-        except ValueError as exc:
-            error = str(exc)
-    if error is not None:
-        store.put_text(req.result_key, f"error: {error}")
-        return ToolOutcome(
-            call_id=req.call.id,
-            name=req.call.name,
-            key=req.result_key,
-            is_error=True,
-            summary=error,
-        )
-    window = f"{start:g}-{end:g} s" if end is not None else f"{start:g} s to the end"
-    answer = ask(
-        "video_question",
-        req.llm_model,
-        system=render_prompt("video_question"),
-        user=synthesizer.video_question(req.prompt, question, window),
-        tool=synthesizer.ANSWER_QUESTION,
-        media=tuple(Media("image/jpeg", f) for f in frames),
-    )
-    text = " ".join(str(answer.arguments.get("answer") or "").split()) or "(no answer)"
-    store.put_text(req.result_key, text)
-    return ToolOutcome(
-        call_id=req.call.id,
-        name=req.call.name,
-        key=req.result_key,
-        summary=text[:200],
-        usage=answer.call,
-    )
-
+# The LLM side of judging lives in its own module; one list registers both on the LLM pool.
+from activities.llm.judging_activities import JUDGING_LLM_ACTIVITIES  # noqa: E402
 
 LLM_ACTIVITIES = [
     elicit_criteria,
@@ -421,8 +280,5 @@ LLM_ACTIVITIES = [
     review_reward,
     fix_code,
     revise_reward,
-    vlm_criteria,
-    vlm_judge,
-    synthesize_judgment,
-    ask_video,
+    *JUDGING_LLM_ACTIVITIES,
 ]

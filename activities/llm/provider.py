@@ -17,6 +17,16 @@ def is_offline(name: str) -> bool:
     return name.strip().lower() in (OFFLINE_MODEL, OFFLINE_LABEL.lower())
 
 
+def llm_only(activity_name: str, model: str) -> None:
+    """Refuse, non-retryably, an activity that needs a language model in an offline session."""
+    if is_offline(model):
+        raise ApplicationError(
+            f"{activity_name} needs a language model; the offline author does not do it",
+            type="NotSupportedOffline",
+            non_retryable=True,
+        )
+
+
 def model_label(name: str) -> str:
     """What a person sees as the author of the reward ('offline (no LLM)' or the model)."""
     return OFFLINE_LABEL if is_offline(name) else name.strip()

