@@ -52,6 +52,8 @@ with workflow.unsafe.imports_passed_through():
     )
 
 T = TypeVar("T")
+Conversing = TypeVar("Conversing", ReviseRequest, SynthesisRequest)
+Answer = TypeVar("Answer", ReviseResult, SynthesisResult)
 
 LLM_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=2))
 TRAIN_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=5))
@@ -247,30 +249,21 @@ class Steps:
     async def revise(self, req: ReviseRequest) -> tuple[ReviseResult, list[str]]:
         """The reviser's calls, running the tools it asks for in between (at most
         MAX_TOOL_ROUNDS rounds, then it must submit); the revision and the tools it used."""
-        used: list[str] = []
-        for round_ in range(MAX_TOOL_ROUNDS + 1):
-            call = req.model_copy(update={"round": round_, "final": round_ == MAX_TOOL_ROUNDS})
-            result = await self.llm("revise_reward", call, ReviseResult)
-            if result.done:
-                return result, used
+
+        async def tools(result: ReviseResult, round_: int) -> list[ToolOutcome]:
             assert result.transcript_key is not None
-            used += [c.label() for c in result.tool_calls]
-            outcomes = await self.run_tools(
+            return await self.run_tools(
                 "reviser",
                 result.tool_calls,
                 result.transcript_key,
                 round_,
                 history_key=result.history_key,
             )
-            # The history went with the first call and is in S3 now.
-            req = req.model_copy(
-                update={
-                    "transcript_key": result.transcript_key,
-                    "tool_outcomes": outcomes,
-                    "history": [],
-                }
-            )
-        raise AssertionError("unreachable: the final call offers only the submit tool")
+
+        # The history goes with the first call only; the activity keeps it in S3.
+        return await self._converse(
+            "revise_reward", req, ReviseResult, MAX_TOOL_ROUNDS, tools, {"history": []}
+        )
 
     async def settle(self, req: SynthesisRequest) -> SynthesisResult:
         """The synthesizer's calls when the judges disagree, with its tools in between (at most
@@ -295,13 +288,9 @@ class Steps:
             self.accounting.llm(outcome.usage)
             return outcome
 
-        for round_ in range(SYNTH_TOOL_ROUNDS + 1):
-            call = req.model_copy(update={"round": round_, "final": round_ == SYNTH_TOOL_ROUNDS})
-            result = await self.llm("synthesize_judgment", call, SynthesisResult)
-            if result.done:
-                return result
+        async def tools(result: SynthesisResult, round_: int) -> list[ToolOutcome]:
             assert result.transcript_key is not None
-            outcomes = await self.run_tools(
+            return await self.run_tools(
                 "synthesizer",
                 result.tool_calls,
                 result.transcript_key,
@@ -309,8 +298,37 @@ class Steps:
                 trajectory_key=req.trajectory_key,
                 ask_video=ask_video,
             )
+
+        settled, _ = await self._converse(
+            "synthesize_judgment", req, SynthesisResult, SYNTH_TOOL_ROUNDS, tools, {}
+        )
+        return settled
+
+    async def _converse(
+        self,
+        activity: str,
+        req: Conversing,
+        result_type: type[Answer],
+        rounds: int,
+        tools: Callable[[Answer, int], Awaitable[list[ToolOutcome]]],
+        after_first: dict[str, Any],
+    ) -> tuple[Answer, list[str]]:
+        """An agent's LLM calls, one activity each, with the tools it asked for run in between;
+        the last call may only submit. Its answer and the tool calls it made."""
+        used: list[str] = []
+        for round_ in range(rounds + 1):
+            call = req.model_copy(update={"round": round_, "final": round_ == rounds})
+            result = await self.llm(activity, call, result_type)
+            if result.done:
+                return result, used
+            used += [c.label() for c in result.tool_calls]
+            outcomes = await tools(result, round_)
             req = req.model_copy(
-                update={"transcript_key": result.transcript_key, "tool_outcomes": outcomes}
+                update={
+                    "transcript_key": result.transcript_key,
+                    "tool_outcomes": outcomes,
+                    **after_first,
+                }
             )
         raise AssertionError("unreachable: the final call offers only the submit tool")
 

@@ -189,10 +189,7 @@ def revise_reward(req: ReviseRequest) -> ReviseResult:
         opening = reward.revision_opening(req, store.get_text(req.reward.key))
         messages = [Message(role="user", content=opening)]
     else:
-        messages = dialogue.load(store.get_text(req.transcript_key))
-        messages.append(dialogue.answer_tools(store, req.tool_outcomes))
-        if req.final:
-            messages.append(Message(role="user", content=dialogue.tool_budget_note(1, 1)))
+        messages = dialogue.continued(store, req.transcript_key, req.tool_outcomes, req.final)
     turn = reward.revise_turn(req.llm_model, messages, req.final)
     if not turn.done:
         key = store.put_text(folder + f"turn_{req.round}.json", dialogue.dump(turn.messages))

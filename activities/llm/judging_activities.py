@@ -77,10 +77,7 @@ def synthesize_judgment(req: SynthesisRequest) -> SynthesisResult:
             episode_s = len(traj["reward"]) * float(traj["meta_dt"])
         messages = [Message(role="user", content=synthesizer.opening(req, episode_s))]
     else:
-        messages = dialogue.load(store.get_text(req.transcript_key))
-        messages.append(dialogue.answer_tools(store, req.tool_outcomes))
-        if req.final:
-            messages.append(Message(role="user", content=dialogue.tool_budget_note(1, 1)))
+        messages = dialogue.continued(store, req.transcript_key, req.tool_outcomes, req.final)
     turn = synthesizer.synthesis_turn(req.llm_model, messages, req.final)
     if not turn.done:
         key = store.put_text(req.folder + f"turn_{req.round}.json", dialogue.dump(turn.messages))

@@ -70,6 +70,18 @@ def answer_tools(store: ArtifactStore, outcomes: list[ToolOutcome]) -> Message:
     return Message(role="tool", tool_results=tuple(results))
 
 
+def continued(
+    store: ArtifactStore, transcript_key: str, outcomes: list[ToolOutcome], final: bool
+) -> list[Message]:
+    """The conversation so far, with the answers to the model's last tool calls (and, on the
+    final call, word that it must submit now)."""
+    messages = load(store.get_text(transcript_key))
+    messages.append(answer_tools(store, outcomes))
+    if final:
+        messages.append(Message(role="user", content=tool_budget_note(1, 1)))
+    return messages
+
+
 @dataclass
 class Turn:
     done: bool

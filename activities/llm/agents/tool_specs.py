@@ -21,34 +21,22 @@ _FIELDS = {
     "qpos[<i>], qvel[<i>], action[<i>] (omit: every info_ and term_ field)",
 }
 
-READ_REWARD = ToolSpec(
-    name="read_reward",
-    description="The reward code that won an earlier iteration.",
-    input_schema={
-        "type": "object",
-        "properties": {"iteration": _ITERATION},
-        "required": ["iteration"],
-    },
+
+def _of_iteration(name: str, description: str) -> ToolSpec:
+    schema = {"type": "object", "properties": {"iteration": _ITERATION}, "required": ["iteration"]}
+    return ToolSpec(name=name, description=description, input_schema=schema)
+
+
+READ_REWARD = _of_iteration("read_reward", "The reward code that won an earlier iteration.")
+READ_JUDGMENT = _of_iteration(
+    "read_judgment",
+    "An iteration's judgment: score, diagnosis, each criterion's measurement, the failure tags "
+    "and the scores at the evaluation checkpoints during training.",
 )
-READ_JUDGMENT = ToolSpec(
-    name="read_judgment",
-    description="An iteration's judgment: score, diagnosis, each criterion's measurement, the "
-    "failure tags and the scores at the evaluation checkpoints during training.",
-    input_schema={
-        "type": "object",
-        "properties": {"iteration": _ITERATION},
-        "required": ["iteration"],
-    },
-)
-READ_TRAINING = ToolSpec(
-    name="read_training",
-    description="How an iteration's training went: returns and per-term reward means over the "
-    "run (about ten points), losses, entropy, hyperparameters.",
-    input_schema={
-        "type": "object",
-        "properties": {"iteration": _ITERATION},
-        "required": ["iteration"],
-    },
+READ_TRAINING = _of_iteration(
+    "read_training",
+    "How an iteration's training went: returns and per-term reward means over the run (about "
+    "ten points), losses, entropy, hyperparameters.",
 )
 TRAJECTORY_STATS = ToolSpec(
     name="trajectory_stats",
