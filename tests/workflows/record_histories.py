@@ -57,6 +57,25 @@ async def _aborted(env: WorkflowEnvironment) -> str:
     return handle.id
 
 
+async def _tools(env: WorkflowEnvironment) -> tuple[str, str]:
+    """An LLM session over two workflow runs: iteration 1, continue-as-new, then a revision
+    with a round of tools and a judges' disagreement the synthesizer settles with tools."""
+    script = Script(
+        scores=[0.3, 0.9],
+        visual_score=0.0,
+        reviser_tools=[[("read_reward", {"iteration": 1}), ("read_training", {"iteration": 1})]],
+        synth_tools=[("ask_video", {"question": "moving?", "start_s": 0}), ("measure_window", {})],
+        settle_score=0.85,
+    )
+    async with session(
+        env, f"rec-{uuid.uuid4().hex[:6]}", script, max_iterations=2, iterations_per_run=1,
+        llm_model="gemini-2.5-pro",
+    ) as handle:  # fmt: skip
+        result = await handle.result()
+        assert result.passed and len(result.iterations) == 2
+    return handle.id, handle.result_run_id or ""
+
+
 async def main() -> None:
     env = await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter,
@@ -73,6 +92,13 @@ async def main() -> None:
         ):
             wid = await scenario(env)
             history = await env.client.get_workflow_handle(wid).fetch_history()
+            (HISTORIES / f"{name}.json").write_text(history.to_json())
+            print(f"recorded {name}: {len(history.events)} events")
+        # Both runs of the continued session: the first ends in continue-as-new.
+        wid, first_run = await _tools(env)
+        for name, run_id in (("continued", first_run), ("tools", None)):
+            handle = env.client.get_workflow_handle(wid, run_id=run_id)
+            history = await handle.fetch_history()
             (HISTORIES / f"{name}.json").write_text(history.to_json())
             print(f"recorded {name}: {len(history.events)} events")
     finally:

@@ -16,8 +16,11 @@ from workflows.session import SessionWorkflow
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
-def test_the_three_kinds_of_session_are_recorded():
-    assert {p.stem for p in HISTORIES} == {"approval", "feedback", "aborted"}
+def test_every_kind_of_session_is_recorded():
+    # approval, feedback and abort; the first run of a session that continued as new; its
+    # second run, with the reviser's and the synthesizer's tools.
+    kinds = {"approval", "feedback", "aborted", "continued", "tools"}
+    assert {p.stem for p in HISTORIES} == kinds
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
