@@ -37,6 +37,9 @@ async def test_real_session_produces_video_and_trajectory_in_s3(temporal_env, s3
                 "pass_threshold": 1.0,
                 "eval_max_steps": EVAL_STEPS,
                 "queue_prefix": queue_prefix,
+                # Iteration 2 runs in a second workflow run (continue-as-new), revising the
+                # reward carried over from the first.
+                "iterations_per_run": 1,
             },
             id=f"e2e-{uuid.uuid4().hex[:8]}",
             task_queue=task_queue("llm", queue_prefix),
@@ -48,7 +51,7 @@ async def test_real_session_produces_video_and_trajectory_in_s3(temporal_env, s3
         pools.cancel()
         await asyncio.gather(pools, return_exceptions=True)
 
-    assert isinstance(status, SessionStatus) and status.stage == "done"
+    assert isinstance(status, SessionStatus) and status.stage == "done" and status.runs == 2
     assert result.model_label == "offline (no LLM)"
     assert len(result.iterations) == 2 and not result.passed
     first, second = result.iterations
