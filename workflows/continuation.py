@@ -28,7 +28,6 @@ class Continuation:
     _accounting: Accounting | None
     _evidence: dict[int, IterationEvidence]
     _best_run: RunRecord | None
-    _best_score: float
     _visual_criteria: VisualCriteria | None
     _runs: int
     _extra_iterations: int
@@ -49,25 +48,20 @@ class Continuation:
         records: list[IterationRecord],
         criteria: list[Criterion],
         judge: JudgeCode | None,
-        iterations_done: int,
-        timesteps: int,
         configs: list[str],
     ) -> SessionCarry:
-        assert self._status is not None and self._accounting is not None
+        """The state the records do not hold already (the iteration count, the last budget
+        and the best run are read back from the records)."""
+        assert self._accounting is not None
         top = max(records, key=lambda r: r.score)
-        keep = sorted({iterations_done, top.iteration})
+        keep = sorted({records[-1].iteration, top.iteration})
         self._stage("continuing")
         return SessionCarry(
-            iterations_done=iterations_done,
             records=list(records),
             criteria=criteria,
-            model_label=self._status.model_label,
             judge=judge,
             visual_criteria=self._visual_criteria,
             evidence=[self._evidence[i] for i in keep],
-            best_run=self._best_run,
-            best_score=self._best_score,
-            timesteps=timesteps,
             configs=configs,
             llm_usage=self._accounting.session,
             training_seconds=self._accounting.training_seconds,
@@ -83,7 +77,8 @@ class Continuation:
         self._runs = carry.runs
         self._visual_criteria = carry.visual_criteria
         self._evidence = {e.iteration: e for e in carry.evidence}
-        self._best_run, self._best_score = carry.best_run, carry.best_score
+        # The warm start's base: the best run so far, the later one on a tie (as Runs keeps it).
+        self._best_run = max(reversed(carry.records), key=lambda r: r.score).best_run
         self._accounting.session = carry.llm_usage
         self._accounting.training_seconds = carry.training_seconds
         self._extra_iterations = carry.extra_iterations
@@ -92,8 +87,7 @@ class Continuation:
         best = max(carry.records, key=lambda r: r.score)
         self._stage(
             "starting",
-            iteration=carry.iterations_done,
-            model_label=carry.model_label,
+            iteration=carry.records[-1].iteration,
             criteria=carry.criteria,
             iterations=list(carry.records),
             best_score=best.score,

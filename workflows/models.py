@@ -39,6 +39,12 @@ ENV_IDS: tuple[str, ...] = (
 OFFLINE_MODEL = "offline"
 OFFLINE_LABEL = "offline (no LLM)"
 
+
+def is_offline(model: str) -> bool:
+    """The offline author (no LLM), by its name or its label."""
+    return model.strip().lower() in (OFFLINE_MODEL, OFFLINE_LABEL.lower())
+
+
 # Custom search attributes registered on the embedded dev server (Keyword/Int/Double/Bool).
 SEARCH_ATTRIBUTES: dict[str, str] = {
     "PolicyforgeStage": "Keyword",
@@ -693,16 +699,11 @@ class SessionStatus(_Model):
 class SessionCarry(_Model):
     """What a session takes into its next workflow run when it continues as new."""
 
-    iterations_done: int
-    records: list[IterationRecord]
+    records: list[IterationRecord]  # every iteration so far, the last one done last
     criteria: list[Criterion]
-    model_label: str
     judge: JudgeCode | None = None
     visual_criteria: VisualCriteria | None = None
     evidence: list[IterationEvidence]  # the last iteration's and the best one's
-    best_run: RunRecord | None = None
-    best_score: float = 0.0
-    timesteps: int
     configs: list[str]
     llm_usage: LLMUsage
     training_seconds: float

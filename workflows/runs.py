@@ -33,7 +33,6 @@ class Runs:
     # Set by SessionWorkflow.
     _evidence: dict[int, IterationEvidence]
     _best_run: RunRecord | None
-    _best_score: float
     _visual_criteria: VisualCriteria | None
     _stage: Callable[..., None]  # SessionWorkflow._stage: status, details, search attributes
 
@@ -82,8 +81,8 @@ class Runs:
             judgment=best_judgment,
             train=best_train,
         )
-        if self._best_run is None or best_judgment.score >= self._best_score:
-            self._best_run, self._best_score = best_run, best_judgment.score
+        if self._best_run is None or best_run.score >= self._best_run.score:
+            self._best_run = best_run
         notes = []
         if inp.seeds > 1:
             notes.append(f"mean over {inp.seeds} seeds: {means[winner]:.2f}")

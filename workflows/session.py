@@ -23,7 +23,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.models import (
         CONFIG_NAMES,
         OFFLINE_LABEL,
-        OFFLINE_MODEL,
         ApprovalDecision,
         AuthorRequest,
         AuthorResult,
@@ -47,14 +46,11 @@ with workflow.unsafe.imports_passed_through():
         VisualCriteria,
         VisualCriteriaRequest,
         input_errors,
+        is_offline,
     )
     from workflows.runs import Runs
     from workflows.steering import Steering
     from workflows.steps import Steps
-
-
-def _is_offline(model: str) -> bool:
-    return model.strip().lower() in (OFFLINE_MODEL, OFFLINE_LABEL.lower())
 
 
 @workflow.defn
@@ -71,7 +67,6 @@ class SessionWorkflow(Runs, Continuation, Steering):
         self._visual_criteria: VisualCriteria | None = None
         # The best run of the session so far: where a warm start begins.
         self._best_run: RunRecord | None = None
-        self._best_score = 0.0
         self._runs = 1  # workflow runs of this session (continue-as-new starts another)
 
     @workflow.query
@@ -119,7 +114,7 @@ class SessionWorkflow(Runs, Continuation, Steering):
             session_id=session_id,
             prompt=inp.prompt,
             env_id=inp.env_id,
-            model_label=OFFLINE_LABEL if _is_offline(inp.llm_model) else inp.llm_model,
+            model_label=OFFLINE_LABEL if is_offline(inp.llm_model) else inp.llm_model,
             stage="starting",
             iteration=0,
             max_iterations=inp.max_iterations,
@@ -132,7 +127,7 @@ class SessionWorkflow(Runs, Continuation, Steering):
         self._max_iterations = inp.max_iterations
         self._search_enabled = inp.search_attributes
         self._accounting = Accounting(inp)
-        steps = Steps(inp, session_id, _is_offline(inp.llm_model), self._accounting, self._stage)
+        steps = Steps(inp, session_id, is_offline(inp.llm_model), self._accounting, self._stage)
         records: list[IterationRecord] = []
         if carry is None:
             workflow.logger.info("session started", extra={"session_id": session_id})
@@ -140,7 +135,7 @@ class SessionWorkflow(Runs, Continuation, Steering):
             records = self._restore(carry)
             workflow.logger.info(
                 "session continued as new",
-                extra={"session_id": session_id, "iterations_done": carry.iterations_done},
+                extra={"session_id": session_id, "iterations_done": len(records)},
             )
 
         note: str | None = None
@@ -181,11 +176,11 @@ class SessionWorkflow(Runs, Continuation, Steering):
         k_all = range(inp.candidates)
         if carry is None:
             criteria, rewards, judge = await self._author(inp, session_id, steps)
-            iteration, timesteps, judge_valid = 0, inp.total_timesteps, False
+            iteration, timesteps = 0, inp.total_timesteps
             configs = list(CONFIG_NAMES[: inp.configs])
         else:
             criteria, rewards, judge = carry.criteria, [], carry.judge
-            iteration, timesteps, judge_valid = carry.iterations_done, carry.timesteps, True
+            iteration, timesteps = carry.records[-1].iteration, carry.records[-1].timesteps
             configs = list(carry.configs)
         started_at = iteration
         changes: str | None = None
@@ -196,7 +191,7 @@ class SessionWorkflow(Runs, Continuation, Steering):
         # extend() raises the limit while the session runs.
         while iteration < inp.max_iterations + self._extra_iterations:
             if iteration > started_at and self._time_to_continue(inp, iteration - started_at):
-                return self._carry(records, criteria, judge, iteration, timesteps, configs)
+                return self._carry(records, criteria, judge, configs)
             iteration += 1
             if iteration > 1:
                 acc.new_iteration()
@@ -265,9 +260,8 @@ class SessionWorkflow(Runs, Continuation, Steering):
                     *(steps.valid_reward(iteration, k, rewards[k], criteria) for k in k_all)
                 )
             )
-            if judge is not None and not judge_valid:
+            if judge is not None and iteration == 1:  # once; later runs carry it validated
                 judge = await steps.valid_judge(judge, rewards[0].key, criteria)
-                judge_valid = True
             acc.check()
             if inp.approval == "every" or (inp.approval == "first" and iteration == 1):
                 await self._approval_gate(inp, iteration, rewards)
