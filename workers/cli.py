@@ -1,4 +1,4 @@
-"""The `policyforge` command line: dev, demo, run, status, train."""
+"""The `policyforge` command line: services, sessions and their steering, local checks."""
 
 from __future__ import annotations
 
@@ -14,6 +14,14 @@ from typing import Any
 from rich.console import Console
 
 from workflows.models import ENV_IDS, SessionResult, input_errors, task_queue
+
+# Commands that send an update to a running session, and their help.
+STEERING = {
+    "approve": "approve the reward waiting at an approval gate (--reject to refuse it)",
+    "feedback": "tell the reviser what to change in the next iteration",
+    "abort": "stop a session: cancel running work, keep the best policy so far",
+    "extend": "allow a session more iterations",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,12 +65,7 @@ def _parser() -> argparse.ArgumentParser:
         check.add_argument("--steps", type=int, default=200, help="random-action steps")
         if kind == "judge":
             check.add_argument("--reward", type=Path, default=None, help="reward for the episode")
-    for name, what in (
-        ("approve", "approve the reward waiting at an approval gate (--reject to refuse it)"),
-        ("feedback", "tell the reviser what to change in the next iteration"),
-        ("abort", "stop a session: cancel running work, keep the best policy so far"),
-        ("extend", "allow a session more iterations"),
-    ):
+    for name, what in STEERING.items():
         steer_cmd = sub.add_parser(name, help=what)
         steer_cmd.add_argument("session_id")
         if name == "approve":
@@ -143,11 +146,33 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def env_error(env_id: str) -> str | None:
-    """The one-line --env error, or None for a known environment."""
+def env_errors(env_id: str) -> list[str]:
+    """The one-line --env error, or none for a known environment."""
     if env_id in ENV_IDS:
-        return None
-    return f"--env: unknown environment {env_id!r}; choose one of {', '.join(ENV_IDS)}"
+        return []
+    return [f"--env: unknown environment {env_id!r}; choose one of {', '.join(ENV_IDS)}"]
+
+
+def exit_on(errors: list[str]) -> None:
+    """Bad input ends the command with one line naming every problem."""
+    if errors:
+        raise SystemExit("error: " + "; ".join(errors))
+
+
+# SessionInput fields set by `run` options whose dest is the field's name (None: not given).
+SESSION_FIELDS = (
+    "max_iterations",
+    "seeds",
+    "pass_threshold",
+    "eval_max_steps",
+    "candidates",
+    "configs",
+    "algo",
+    "approval",
+    "warm_start",
+    "max_llm_cost_usd",
+    "max_training_minutes",
+)
 
 
 def session_input(args: argparse.Namespace) -> dict[str, Any]:
@@ -158,22 +183,8 @@ def session_input(args: argparse.Namespace) -> dict[str, Any]:
         "env_id": args.env_id,
         "llm_model": args.llm_model or default_model(),
     }
-    for field, value in (
-        ("total_timesteps", args.timesteps),
-        ("max_iterations", args.max_iterations),
-        ("seeds", args.seeds),
-        ("pass_threshold", args.pass_threshold),
-        ("eval_max_steps", args.eval_max_steps),
-        ("candidates", args.candidates),
-        ("configs", args.configs),
-        ("algo", args.algo),
-        ("approval", args.approval),
-        ("warm_start", args.warm_start),
-        ("max_llm_cost_usd", args.max_llm_cost_usd),
-        ("max_training_minutes", args.max_training_minutes),
-    ):
-        if value is not None:
-            data[field] = value
+    given = {"total_timesteps": args.timesteps, **{f: getattr(args, f) for f in SESSION_FIELDS}}
+    data.update((field, value) for field, value in given.items() if value is not None)
     return data
 
 
@@ -197,8 +208,7 @@ def check_input(data: dict[str, Any]) -> None:
         except ApplicationError as exc:
             message = exc.message
             errors.append(message if message.startswith("llm_model") else f"--llm: {message}")
-    if errors:
-        raise SystemExit("error: " + "; ".join(errors))
+    exit_on(errors)
 
 
 def workflow_id_for(prompt: str) -> str:
@@ -310,7 +320,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     from activities.training.local import check_reward_file, train_local
     from activities.training.reward_runtime import RewardLoadError
 
-    errors = [e for e in [env_error(args.env_id)] if e]
+    errors = env_errors(args.env_id)
     if args.timesteps <= 0:
         errors.append(f"--timesteps: must be a positive integer (got {args.timesteps})")
     if not args.reward_file.is_file():
@@ -320,8 +330,7 @@ def cmd_train(args: argparse.Namespace) -> None:
             check_reward_file(args.reward_file)
         except RewardLoadError as exc:
             errors.append(str(exc))
-    if errors:
-        raise SystemExit("error: " + "; ".join(errors))
+    exit_on(errors)
     out = args.out or Path("runs") / f"{args.reward_file.stem}-{args.env_id}-{uuid.uuid4().hex[:6]}"
     console = Console(soft_wrap=True)
     console.print(f"training {args.env_id} for {args.timesteps:,} steps with {args.reward_file}")
@@ -340,9 +349,6 @@ def cmd_train(args: argparse.Namespace) -> None:
     for name in ("model.zip", "vecnormalize.pkl", "videos/eval.mp4", "trajectories/eval.npz"):
         if (out / name).exists():
             console.print(f"  {out / name}")
-
-
-STEERING = ("approve", "feedback", "abort", "extend")
 
 
 async def steer(args: argparse.Namespace) -> str:
@@ -378,8 +384,7 @@ def cmd_check(args: argparse.Namespace) -> None:
 
     from activities.training.checks import CheckFailed, check_judge, check_reward
 
-    if env_error(args.env_id):
-        raise SystemExit(f"error: {env_error(args.env_id)}")
+    exit_on(env_errors(args.env_id))
     if args.steps <= 0:
         raise SystemExit(f"error: --steps: must be a positive integer (got {args.steps})")
     console = Console(soft_wrap=True)
@@ -411,8 +416,7 @@ def cmd_bench_sandbox(args: argparse.Namespace) -> None:
 
     from activities.training.bench_sandbox import bench
 
-    if env_error(args.env_id):
-        raise SystemExit(f"error: {env_error(args.env_id)}")
+    exit_on(env_errors(args.env_id))
     console = Console(soft_wrap=True)
     console.print(
         f"{args.env_id}: {args.repeats} x (random steps {args.steps:,}, PPO {args.timesteps:,} "
@@ -438,13 +442,12 @@ def cmd_bench_train(args: argparse.Namespace) -> None:
     from activities.training.bench_train import BenchError, bench, table
     from activities.training.protocol import ChildFailed
 
-    errors = [e for e in [env_error(args.env_id)] if e]
+    errors = env_errors(args.env_id)
     if args.timesteps <= 0:
         errors.append(f"--timesteps: must be a positive integer (got {args.timesteps})")
     if args.eval_every is not None and args.eval_every <= 0:
         errors.append(f"--eval-every: must be a positive integer (got {args.eval_every})")
-    if errors:
-        raise SystemExit("error: " + "; ".join(errors))
+    exit_on(errors)
     console = Console(soft_wrap=True)
     every = args.eval_every or max(1, args.timesteps // 10)
     console.print(
@@ -480,13 +483,10 @@ def _main(argv: list[str] | None) -> None:
     from workers.settings import Settings
 
     settings = Settings()
-    # The CLI's own output is for people; JSON logs go to stderr at warning and above.
+    # The CLI's own output is for people; JSON logs go to stderr at warning and above. Only the
+    # commands that host workers log at the configured level (demo sends its logs to a file).
     configure_logging(
-        "warning"
-        if args.command
-        in ("run", "status", "train", "check-reward", "check-judge", "bench-sandbox", "bench-train")
-        + STEERING
-        else settings.log_level
+        settings.log_level if args.command in ("dev", "worker", "demo") else "warning"
     )
     from workers.client import NoServerError
 

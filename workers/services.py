@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,15 +98,22 @@ def _spawn(name: str, argv: list[str], log_path: Path) -> Service:
     return Service(name, proc, log_path)
 
 
-def _wait_port(service: Service, port: int, timeout: float) -> None:
+def _wait_until(
+    service: Service, ready: Callable[[], bool], timeout: float, poll_s: float, failure: str
+) -> None:
+    """Poll `ready` until it holds; ServiceError "<failure> within Ns" or when the service exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if service.process.poll() is not None:
             raise service.fail(f"exited with code {service.process.returncode}")
-        if port_in_use(port):
+        if ready():
             return
-        time.sleep(0.1)
-    raise service.fail(f"did not open port {port} within {timeout:.0f}s")
+        time.sleep(poll_s)
+    raise service.fail(f"{failure} within {timeout:.0f}s")
+
+
+def _wait_port(service: Service, port: int, timeout: float) -> None:
+    _wait_until(service, lambda: port_in_use(port), timeout, 0.1, f"did not open port {port}")
 
 
 def start_temporal(state_dir: Path, port: int, ui_port: int | None) -> Service:
@@ -148,19 +155,14 @@ def start_temporal(state_dir: Path, port: int, ui_port: int | None) -> Service:
 
 def _wait_healthy(service: Service, temporal: str, port: int, timeout: float) -> None:
     """The frontend opens its port before it serves ("Frontend is not healthy yet")."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if service.process.poll() is not None:
-            raise service.fail(f"exited with code {service.process.returncode}")
-        check = subprocess.run(
-            [temporal, "operator", "cluster", "health", "--address", f"127.0.0.1:{port}"],
-            capture_output=True,
-            timeout=10,
-        )
-        if check.returncode == 0:
-            return
-        time.sleep(0.2)
-    raise service.fail(f"was not healthy within {timeout:.0f}s")
+    health = [temporal, "operator", "cluster", "health", "--address", f"127.0.0.1:{port}"]
+    _wait_until(
+        service,
+        lambda: subprocess.run(health, capture_output=True, timeout=10).returncode == 0,
+        timeout,
+        0.2,
+        "was not healthy",
+    )
 
 
 def start_seaweedfs(state_dir: Path, s3_port: int, bucket: str) -> Service:

@@ -16,7 +16,6 @@ from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
 from activities.judging.code_judge import judge_trajectory
-from activities.judging.metrics import TrajectoryError
 from activities.judging.session_tools import session_tool
 from activities.logs import activity_logger
 from activities.training.protocol import ChildFailed, ChildRequest
@@ -27,10 +26,16 @@ _TRAJECTORY_DIR = "/trajectories/"
 JUDGE_TIMEOUT_S = 120.0
 
 
+def _run_folder(trajectory_key: str) -> str | None:
+    """<run_prefix> without its slash, for a key like <run_prefix>trajectories/eval.npz."""
+    head, sep, _ = trajectory_key.rpartition(_TRAJECTORY_DIR)
+    return head if sep else None
+
+
 def judgment_key(trajectory_key: str) -> str | None:
     """<run_prefix>judgment.json for a key like <run_prefix>trajectories/eval.npz."""
-    head, sep, _ = trajectory_key.rpartition(_TRAJECTORY_DIR)
-    return f"{head}/judgment.json" if sep else None
+    head = _run_folder(trajectory_key)
+    return f"{head}/judgment.json" if head is not None else None
 
 
 @activity.defn(name="judge_rollout")
@@ -43,23 +48,7 @@ async def judge_rollout(req: JudgeRequest) -> Judgment:
     if req.judge_key:
         judgment, scores = await _judge_with_code(store, req, data, extra)
     else:
-        try:
-            judgment = await asyncio.to_thread(
-                judge_trajectory, data, req.env_id, req.criteria, req.pass_threshold
-            )
-            scores = [
-                (await asyncio.to_thread(
-                    judge_trajectory, store.get_bytes(key), req.env_id, req.criteria,
-                    req.pass_threshold,
-                )).score
-                for key in extra
-            ]  # fmt: skip
-        except (TrajectoryError, ValueError) as exc:
-            raise ApplicationError(
-                f"trajectory {req.trajectory_key} cannot be judged: {exc}",
-                type="TrajectoryInvalid",
-                non_retryable=True,
-            ) from None
+        judgment, scores = await asyncio.to_thread(_judge_with_metrics, store, req, data, extra)
     judgment = with_checkpoints(judgment, checkpoints, scores)
     key = judgment_key(req.trajectory_key)
     if key:
@@ -77,13 +66,14 @@ async def judge_rollout(req: JudgeRequest) -> Judgment:
 
 def checkpoint_trajectories(store: ArtifactStore, trajectory_key: str) -> dict[str, list[str]]:
     """The run's evaluation-checkpoint episodes: {"25": [p10, median, p90 npz keys], ...}."""
-    head, sep, _ = trajectory_key.rpartition(_TRAJECTORY_DIR)
-    if not sep:
+    head = _run_folder(trajectory_key)
+    if head is None:
         return {}
+    prefix = f"{head}/evals/pct_"
     out: dict[str, list[str]] = {}
-    for key in sorted(store.list_keys(f"{head}/evals/pct_")):
+    for key in sorted(store.list_keys(prefix)):
         if key.endswith(".npz"):
-            pct = key.split("/evals/pct_", 1)[1].split("/", 1)[0]
+            pct = key[len(prefix) :].split("/", 1)[0]
             out.setdefault(pct, []).append(key)
     return dict(sorted(out.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0))
 
@@ -105,6 +95,24 @@ def with_checkpoints(
     return judgment.model_copy(
         update={"checkpoints": means, "diagnosis": judgment.diagnosis + line}
     )
+
+
+def _judge_with_metrics(
+    store: ArtifactStore, req: JudgeRequest, npz: bytes, extra: list[str]
+) -> tuple[Judgment, list[float]]:
+    """The built-in code judge on the evaluation episode, and the scores of the `extra` ones."""
+
+    def judged(src: bytes) -> Judgment:
+        return judge_trajectory(src, req.env_id, req.criteria, req.pass_threshold)
+
+    try:
+        return judged(npz), [judged(store.get_bytes(key)).score for key in extra]
+    except ValueError as exc:  # TrajectoryError, or an env the metrics do not know
+        raise ApplicationError(
+            f"trajectory {req.trajectory_key} cannot be judged: {exc}",
+            type="TrajectoryInvalid",
+            non_retryable=True,
+        ) from None
 
 
 async def _judge_with_code(
@@ -148,14 +156,14 @@ async def _judge_with_code(
 
 
 def judgment_from_code(out: dict, req: JudgeRequest) -> Judgment:
-    by_name = {c.name: c for c in req.criteria}
+    directions = {c.name: c.direction for c in req.criteria}
     scores = [
         CriterionScore(
             name=name,
             metric="judge_fn",
             value=round(float(score), 4),
             target=1.0,
-            direction=by_name[name].direction if name in by_name else "at_least",
+            direction=directions.get(name, "at_least"),
             score=round(float(score), 4),
         )
         for name, score in out["criteria"].items()

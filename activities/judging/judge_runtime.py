@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,11 +28,7 @@ JUDGE_CALL_BUDGET_S = 60.0  # one call judges a whole episode (up to 1000 steps)
 
 
 def judge_budget_s() -> float:
-    raw = os.environ.get("POLICYFORGE_SANDBOX_JUDGE_CALL_S", "")
-    try:
-        return float(raw) if raw else JUDGE_CALL_BUDGET_S
-    except ValueError:
-        return JUDGE_CALL_BUDGET_S
+    return guards.budget_from_env("POLICYFORGE_SANDBOX_JUDGE_CALL_S", JUDGE_CALL_BUDGET_S)
 
 
 def load_judge(source: str, filename: str = "judge_fn.py") -> Callable[[dict], Any]:

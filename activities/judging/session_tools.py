@@ -17,7 +17,7 @@ from temporalio import activity
 
 from activities.artifacts import ArtifactStore
 from activities.logs import activity_logger
-from workflows.models import IterationRecord, ToolOutcome, ToolRequest
+from workflows.models import IterationRecord, Judgment, ToolOutcome, ToolRequest
 
 
 class ToolError(ValueError):
@@ -66,23 +66,23 @@ def read_judgment(store: ArtifactStore, record: IterationRecord, args: dict[str,
     key = record.best_run.run_prefix + "judgment.json"
     if not store.exists(key):
         raise ToolError(f"iteration {record.iteration} has no judgment.json")
-    j = json.loads(store.get_text(key))
+    j = Judgment.model_validate_json(store.get_text(key))  # as judge_rollout wrote it
     lines = [
-        f"# Iteration {record.iteration}: score {j['score']:.2f}, "
-        + ("passed" if j["passed"] else "not passed"),
-        j.get("diagnosis", ""),
+        f"# Iteration {record.iteration}: score {j.score:.2f}, "
+        + ("passed" if j.passed else "not passed"),
+        j.diagnosis,
     ]
-    for c in j.get("criteria", []):
+    for c in j.criteria:
         lines.append(
-            f"- {c['name']}: measured {c['value']:g}, target {c['direction']} {c['target']:g}, "
-            f"score {c['score']:.2f}"
+            f"- {c.name}: measured {c.value:g}, target {c.direction} {c.target:g}, "
+            f"score {c.score:.2f}"
         )
-    if j.get("failure_tags"):
-        lines.append("Failure tags: " + ", ".join(j["failure_tags"]))
-    if j.get("checkpoints"):
+    if j.failure_tags:
+        lines.append("Failure tags: " + ", ".join(j.failure_tags))
+    if j.checkpoints:
         lines.append(
             "Score at % of training: "
-            + ", ".join(f"{p}%: {s:.2f}" for p, s in j["checkpoints"].items())
+            + ", ".join(f"{p}%: {s:.2f}" for p, s in j.checkpoints.items())
         )
     return "\n".join(lines)
 

@@ -11,6 +11,7 @@ its thread pool, so a slow provider or boto3 blocks only that thread.
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -18,10 +19,10 @@ from temporalio.exceptions import ApplicationError
 from activities.artifacts import ArtifactStore, iteration_prefix, session_prefix
 from activities.llm.agents import criteria as criteria_agent
 from activities.llm.agents import dialogue, fixer, judge, reward
+from activities.llm.judging_activities import JUDGING_LLM_ACTIVITIES
 from activities.llm.offline import OfflineAuthor
 from activities.llm.offline.render import RenderedReward
 from activities.llm.provider import is_offline, llm_only, model_label
-from activities.llm.providers.base import Message
 from activities.logs import activity_logger
 from workflows.models import (
     AuthorRequest,
@@ -40,21 +41,20 @@ from workflows.models import (
     RewardArtifact,
 )
 
-REWARD_FILE = "reward_fn.py"
-JUDGE_FILE = "judge_fn.py"
+
+def _versioned(stem: str, version: str) -> str:
+    """A version suffix (reviewed, fix2) keeps every rewrite next to the original."""
+    return stem + (f".{version}" if version else "") + ".py"
 
 
 def reward_key(session_id: str, iteration: int, candidate: int = 0, version: str = "") -> str:
-    """iter_<n>/reward_fn.py for the first candidate, reward_fn_c<k>.py for the others; a
-    version suffix (reviewed, fix2) keeps every rewrite next to the original."""
-    stem = (
-        "reward_fn" + (f"_c{candidate}" if candidate else "") + (f".{version}" if version else "")
-    )
-    return iteration_prefix(session_id, iteration) + stem + ".py"
+    """iter_<n>/reward_fn.py for the first candidate, reward_fn_c<k>.py for the others."""
+    stem = "reward_fn" + (f"_c{candidate}" if candidate else "")
+    return _versioned(iteration_prefix(session_id, iteration) + stem, version)
 
 
 def judge_key(session_id: str, version: str = "") -> str:
-    return session_prefix(session_id) + "judge_fn" + (f".{version}" if version else "") + ".py"
+    return _versioned(session_prefix(session_id) + "judge_fn", version)
 
 
 def _template_artifact(key: str, r: RenderedReward) -> RewardArtifact:
@@ -127,7 +127,7 @@ def review_reward(req: ReviewRequest) -> ReviewResult:
     store = ArtifactStore()
     code = store.get_text(req.reward.key)
     verdict, call = reward.review(req.prompt, req.env_id, req.criteria, code, req.llm_model)
-    if verdict.lgtm or verdict.corrected is None:
+    if verdict.corrected is None:
         log.info("reward reviewed", lgtm=True, notes=verdict.notes)
         return ReviewResult(lgtm=True, notes=verdict.notes, reward=req.reward, usage=call)
     key = reward_key(req.session_id, req.iteration, req.candidate, "reviewed")
@@ -145,7 +145,7 @@ def fix_code(req: FixRequest) -> FixResult:
     log = activity_logger(req.iteration, env_id=req.env_id, kind=req.kind, fix_attempt=req.attempt)
     store = ArtifactStore()
     code = store.get_text(req.code_key)
-    args, call = fixer.fix(
+    fixed, call = fixer.fix(
         req.kind,
         req.prompt,
         req.env_id,
@@ -161,15 +161,10 @@ def fix_code(req: FixRequest) -> FixResult:
         if req.kind == "reward"
         else judge_key(req.session_id, version)
     )
-    store.put_text(key, args["code"])
+    store.put_text(key, fixed.code)
     log.info("code fixed", key=key, error=req.error)
-    terms = args.get("terms")
     return FixResult(
-        key=key,
-        latex=str(args.get("latex") or ""),
-        terms=[str(t) for t in terms] if isinstance(terms, list) else [],
-        summary=str(args.get("summary") or ""),
-        usage=call,
+        key=key, latex=fixed.latex, terms=fixed.terms, summary=fixed.summary, usage=call
     )
 
 
@@ -183,21 +178,22 @@ def revise_reward(req: ReviseRequest) -> ReviseResult:
     store = ArtifactStore()
     folder = iteration_prefix(req.session_id, req.iteration) + f"revision_c{req.candidate}/"
     history_key = folder + "history.json"
-    if req.transcript_key is None:
+
+    def opening() -> str:
+        # The history goes to S3 once: the tools read it, and so does the submitting call.
         history = [r.model_dump(mode="json") for r in req.history]
         store.put_text(history_key, json.dumps(history, indent=1))
-        opening = reward.revision_opening(req, store.get_text(req.reward.key))
-        messages = [Message(role="user", content=opening)]
-    else:
-        messages = dialogue.continued(store, req.transcript_key, req.tool_outcomes, req.final)
-    turn = reward.revise_turn(req.llm_model, messages, req.final)
-    if not turn.done:
-        key = store.put_text(folder + f"turn_{req.round}.json", dialogue.dump(turn.messages))
+        return reward.revision_opening(req, store.get_text(req.reward.key))
+
+    turn, transcript_key = dialogue.next_turn(
+        store, req, folder, opening, partial(reward.revise_turn, req.llm_model)
+    )
+    if transcript_key is not None:
         log.info("reviser looks up", calls=[c.label() for c in turn.tool_calls])
         return ReviseResult(
             done=False,
             tool_calls=turn.tool_calls,
-            transcript_key=key,
+            transcript_key=transcript_key,
             history_key=history_key,
             usage=turn.call,
         )
@@ -267,9 +263,7 @@ def _revise_offline(req: ReviseRequest) -> ReviseResult:
     )
 
 
-# The LLM side of judging lives in its own module; one list registers both on the LLM pool.
-from activities.llm.judging_activities import JUDGING_LLM_ACTIVITIES  # noqa: E402
-
+# The LLM side of judging lives in judging_activities.py; one list registers both on the LLM pool.
 LLM_ACTIVITIES = [
     elicit_criteria,
     author_reward,

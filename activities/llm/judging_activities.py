@@ -5,15 +5,16 @@ activity; `ask_video` answers the synthesizer's questions about a window of the 
 from __future__ import annotations
 
 import io
+from functools import partial
 
 import numpy as np
 from temporalio import activity
 
 from activities.artifacts import ArtifactStore
 from activities.llm.agents import dialogue, synthesizer, vlm
-from activities.llm.agents.common import ask, render_prompt
+from activities.llm.agents.common import answer_text, ask, render_prompt
 from activities.llm.provider import llm_only
-from activities.llm.providers.base import Message
+from activities.llm.providers.base import Media
 from activities.logs import activity_logger
 from workflows.models import (
     AskVideoRequest,
@@ -42,7 +43,6 @@ def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
     video, else evenly spaced frames."""
     llm_only("vlm_judge", req.llm_model)
     from activities.judging.frames import sample_frames
-    from activities.llm.providers.base import Media
     from activities.llm.providers.registry import make_provider
 
     log = activity_logger(model=req.llm_model, video=req.video_key)
@@ -72,18 +72,19 @@ def synthesize_judgment(req: SynthesisRequest) -> SynthesisResult:
     llm_only("synthesize_judgment", req.llm_model)
     log = activity_logger(model=req.llm_model, video=req.video_key)
     store = ArtifactStore()
-    if req.transcript_key is None:
+
+    def opening() -> str:
         with np.load(io.BytesIO(store.get_bytes(req.trajectory_key))) as traj:
             episode_s = len(traj["reward"]) * float(traj["meta_dt"])
-        messages = [Message(role="user", content=synthesizer.opening(req, episode_s))]
-    else:
-        messages = dialogue.continued(store, req.transcript_key, req.tool_outcomes, req.final)
-    turn = synthesizer.synthesis_turn(req.llm_model, messages, req.final)
-    if not turn.done:
-        key = store.put_text(req.folder + f"turn_{req.round}.json", dialogue.dump(turn.messages))
+        return synthesizer.opening(req, episode_s)
+
+    turn, transcript_key = dialogue.next_turn(
+        store, req, req.folder, opening, partial(synthesizer.synthesis_turn, req.llm_model)
+    )
+    if transcript_key is not None:
         log.info("synthesizer looks up", calls=[c.label() for c in turn.tool_calls])
         return SynthesisResult(
-            done=False, tool_calls=turn.tool_calls, transcript_key=key, usage=turn.call
+            done=False, tool_calls=turn.tool_calls, transcript_key=transcript_key, usage=turn.call
         )
     score, trusted, diagnosis = synthesizer.settled(turn.arguments)
     log.info("judges reconciled", score=score, trusted=trusted)
@@ -101,32 +102,26 @@ def ask_video(req: AskVideoRequest) -> ToolOutcome:
     video model, its answer to S3 for the agent's next call."""
     llm_only("ask_video", req.llm_model)
     from activities.judging.frames import sample_frames
-    from activities.llm.providers.base import Media
 
     store = ArtifactStore()
     args = req.call.arguments
     start, end = args.get("start_s"), args.get("end_s")
     question = str(args.get("question") or "").strip()
-    error = None
-    if not question:
-        error = "ask_video needs a question"
-    elif not isinstance(start, int | float) or not isinstance(end, int | float | None):
-        error = "start_s and end_s must be numbers of seconds"
-    if error is None:
-        try:
-            frames = sample_frames(
-                store.get_bytes(req.video_key), req.frames, start_s=start, end_s=end
-            )
-        except ValueError as exc:
-            error = str(exc)
-    if error is not None:
-        store.put_text(req.result_key, f"error: {error}")
+    # A bad question or window is an answer the model reads, as session_tool's errors are.
+    try:
+        if not question:
+            raise ValueError("ask_video needs a question")
+        if not isinstance(start, int | float) or not isinstance(end, int | float | None):
+            raise ValueError("start_s and end_s must be numbers of seconds")
+        frames = sample_frames(store.get_bytes(req.video_key), req.frames, start_s=start, end_s=end)
+    except ValueError as exc:
+        store.put_text(req.result_key, f"error: {exc}")
         return ToolOutcome(
             call_id=req.call.id,
             name=req.call.name,
             key=req.result_key,
             is_error=True,
-            summary=error,
+            summary=str(exc),
         )
     window = f"{start:g}-{end:g} s" if end is not None else f"{start:g} s to the end"
     answer = ask(
@@ -137,7 +132,7 @@ def ask_video(req: AskVideoRequest) -> ToolOutcome:
         tool=synthesizer.ANSWER_QUESTION,
         media=tuple(Media("image/jpeg", f) for f in frames),
     )
-    text = " ".join(str(answer.arguments.get("answer") or "").split()) or "(no answer)"
+    text = answer_text(answer.arguments, "answer") or "(no answer)"
     store.put_text(req.result_key, text)
     return ToolOutcome(
         call_id=req.call.id,

@@ -10,11 +10,10 @@ import os
 
 from temporalio.exceptions import ApplicationError
 
-from workflows.models import OFFLINE_LABEL, OFFLINE_MODEL
-
-
-def is_offline(name: str) -> bool:
-    return name.strip().lower() in (OFFLINE_MODEL, OFFLINE_LABEL.lower())
+from activities.llm.providers import registry
+from activities.llm.providers.errors import AUTH_ERROR
+from workflows.models import OFFLINE_LABEL
+from workflows.models import is_offline as is_offline  # the workflow's test, for activities
 
 
 def llm_only(activity_name: str, model: str) -> None:
@@ -34,9 +33,7 @@ def model_label(name: str) -> str:
 
 def default_model() -> str:
     """POLICYFORGE_LLM_MODEL, else a model of the first provider whose key is set, else offline."""
-    from activities.llm.providers.registry import default_model as registry_default
-
-    return registry_default()
+    return registry.default_model()
 
 
 def check_model(name: str) -> None:
@@ -46,17 +43,12 @@ def check_model(name: str) -> None:
     """
     if is_offline(name):
         return
-    from activities.llm.providers.registry import missing_key, resolve
-
-    resolve(name)  # InvalidInput for names no provider serves
-    missing = missing_key(name)
+    missing = registry.missing_key(name)  # InvalidInput for names no provider serves
     if missing:
-        raise ApplicationError(missing, type="LLMAuthError", non_retryable=True)
+        raise ApplicationError(missing, type=AUTH_ERROR, non_retryable=True)
 
 
 def keys_present() -> list[str]:
     """Names (never values) of the provider key variables that are set and non-empty."""
-    from activities.llm.providers.registry import KEY_VARS
-
-    names = [var for vars_ in KEY_VARS.values() for var in vars_]
+    names = [var for vars_ in registry.KEY_VARS.values() for var in vars_]
     return [var for var in dict.fromkeys(names) if os.environ.get(var, "").strip()]

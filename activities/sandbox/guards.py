@@ -39,12 +39,17 @@ def register_generated_file(filename: str) -> None:
     _generated_files.add(filename)
 
 
-def call_budget_s() -> float:
-    raw = os.environ.get("POLICYFORGE_SANDBOX_CALL_S", "")
+def budget_from_env(var: str, default: float) -> float:
+    """Seconds from an environment variable; `default` when unset or not a number."""
+    raw = os.environ.get(var, "")
     try:
-        return float(raw) if raw else DEFAULT_CALL_BUDGET_S
+        return float(raw) if raw else default
     except ValueError:
-        return DEFAULT_CALL_BUDGET_S
+        return default
+
+
+def call_budget_s() -> float:
+    return budget_from_env("POLICYFORGE_SANDBOX_CALL_S", DEFAULT_CALL_BUDGET_S)
 
 
 def _where(frame: FrameType | None) -> str:
@@ -90,7 +95,5 @@ def readonly_info(info: dict[str, Any]) -> dict[str, Any]:
     out = dict(info)
     for key, value in info.items():
         if type(value) is np.ndarray:
-            copy = value.copy()
-            copy.flags.writeable = False
-            out[key] = copy
+            out[key] = readonly(value)
     return out

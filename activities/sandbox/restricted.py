@@ -59,8 +59,8 @@ def compile_untrusted(source: str, filename: str) -> CodeType:
 def exec_untrusted(source: str, filename: str, predefined: dict[str, Any]) -> dict[str, Any]:
     """Check, then run the module body with restricted builtins; its namespace.
 
-    Failures while the module body runs become SandboxViolation-free ValueErrors the caller
-    turns into one line; violations of the static check are SandboxViolation.
+    Violations of the static check raise SandboxViolation; whatever the module body raises
+    propagates unchanged (the caller turns it into one line).
     """
     code = compile_untrusted(source, filename)
     namespace: dict[str, Any] = {

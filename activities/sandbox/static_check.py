@@ -85,20 +85,19 @@ class _Checker(ast.NodeVisitor):
 
     def _check_format(self, func: ast.Attribute) -> None:
         # "{0.__class__}".format(x) reaches attributes the tree never names.
-        node = func
         template = func.value
         if not (isinstance(template, ast.Constant) and isinstance(template.value, str)):
             self.fail(
-                node, f"str.{func.attr}() on a computed string is not allowed; use an f-string"
+                func, f"str.{func.attr}() on a computed string is not allowed; use an f-string"
             )
         try:
             fields = [f for _, f, _, _ in string.Formatter().parse(template.value) if f]
         except ValueError as exc:
-            self.fail(node, f"bad format string: {exc}")
+            self.fail(func, f"bad format string: {exc}")
         for field in fields:
             if "." in field or "[" in field:
                 self.fail(
-                    node, f"format field '{{{field}}}' reads attributes or items; not allowed"
+                    func, f"format field '{{{field}}}' reads attributes or items; not allowed"
                 )
 
     def visit_Global(self, node: ast.Global) -> None:

@@ -38,11 +38,9 @@ from workflows.models import (
 
 VALIDATE_TIMEOUT_S = 180.0  # 64 random steps take a second; longer means the reward code hangs
 EVAL_TIMEOUT_S = 900.0
-TRAIN_STALL_S = 300.0
+TRAIN_STALL_S = 300.0  # no progress line for this long: the child hangs (lines come every ~2 s)
 # Deterministic episodes at each evaluation checkpoint (25/50/75/100% of training).
-EVAL_CHECKPOINT_EPISODES = (
-    5  # no progress line for this long: the child hangs (lines come every ~2 s)
-)
+EVAL_CHECKPOINT_EPISODES = 5
 HEARTBEAT_EVERY_S = 10.0
 
 # Files of a training run uploaded under its run prefix.

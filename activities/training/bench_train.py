@@ -33,7 +33,7 @@ from typing import Any
 
 from activities.training.local import _run_sync
 from activities.training.protocol import ChildRequest
-from activities.training.supervisor import REPO_ROOT, run_child
+from activities.training.supervisor import REPO_ROOT, repo_pythonpath, run_child
 
 # Target evaluation returns (env's own reward, one deterministic episode).
 DEFAULT_TARGETS: dict[str, float] = {
@@ -159,8 +159,7 @@ def run_plain(
 ) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "activities.training.bench_plain", "--env", env_id]
     cmd += ["--timesteps", str(timesteps), "--eval-every", str(eval_every), "--seed", str(seed)]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     result: dict[str, Any] | None = None
     # stderr to a file (MuJoCo and gymnasium warnings), shown only when the script fails.
     with tempfile.TemporaryFile("w+") as err:

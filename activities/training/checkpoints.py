@@ -15,9 +15,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+
+def next_multiple(n: int, every: int) -> int:
+    """The first multiple of `every` after `n`: where a periodic callback fires next."""
+    return (n // every + 1) * every
+
+
+def save_policy(model: BaseAlgorithm, folder: Path) -> None:
+    """model.zip, and vecnormalize.pkl when the model has one: what resume and evaluate load."""
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save(folder / "model.zip")
+    venv = model.get_vec_normalize_env()
+    if venv is not None:
+        venv.save(str(folder / "vecnormalize.pkl"))
 
 
 class CheckpointCallback(BaseCallback):
@@ -31,7 +46,7 @@ class CheckpointCallback(BaseCallback):
 
     def _init_callback(self) -> None:
         # Resumed runs start counting from their restored timestep counter.
-        self._next = (self.num_timesteps // self.every + 1) * self.every
+        self._next = next_multiple(self.num_timesteps, self.every)
 
     def _on_step(self) -> bool:
         return True
@@ -40,13 +55,9 @@ class CheckpointCallback(BaseCallback):
         # After the previous update: the model has trained on every step counted so far.
         if self.num_timesteps < self._next:
             return
-        self._next = (self.num_timesteps // self.every + 1) * self.every
+        self._next = next_multiple(self.num_timesteps, self.every)
         folder = self.out_dir / "checkpoints" / f"step_{self.num_timesteps}"
-        folder.mkdir(parents=True, exist_ok=True)
-        self.model.save(folder / "model.zip")
-        venv = self.model.get_vec_normalize_env()
-        if venv is not None:
-            venv.save(str(folder / "vecnormalize.pkl"))
+        save_policy(self.model, folder)
         if self.scalars.exists():
             shutil.copyfile(self.scalars, folder / "scalars.jsonl")
         self.emit(

@@ -399,7 +399,7 @@ def _build(env_id: str, env: Any) -> EnvSpec:
         excluded_qpos=tuple(s.index for s in qpos if ("qpos", s.index) not in used),
         excluded_qvel=tuple(s.index for s in qvel if ("qvel", s.index) not in used),
         observation=tuple(segments), action=tuple(action), info=tuple(info),
-        terminates=bool(getattr(u, "_terminate_when_unhealthy", cls in meanings.ALWAYS_TERMINATES)),
+        terminates=meanings.terminates_early(u),
         healthy_rule=healthy(u) if healthy else None, reward_params=params,
         reward_formula=meanings.REWARD_FORMULAS[cls](u), **ranges,
     )  # fmt: skip

@@ -52,6 +52,12 @@ QVEL_CLIP: dict[str, tuple[float, float]] = {
 ALWAYS_TERMINATES = frozenset(("InvertedPendulumEnv", "InvertedDoublePendulumEnv"))
 
 
+def terminates_early(u: Any) -> bool:
+    """Whether an episode of the unwrapped env `u` can end before its time limit (a fall, a
+    dropped pole); HalfCheetah, Swimmer and Reacher never do."""
+    return bool(getattr(u, "_terminate_when_unhealthy", type(u).__name__ in ALWAYS_TERMINATES))
+
+
 def _g(x: Any) -> str:
     return f"{x:g}" if isinstance(x, int | float) else str(x)
 

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from activities.training.checkpoints import save_policy
+from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import LoadedReward
 from activities.training.rollout import Mp4Writer, collect, video_stride
 from activities.training.sim import make_env
@@ -70,25 +72,11 @@ class EvalCheckpoints(BaseCallback):
             self._checkpoint(1.0)
             self._todo.clear()
 
-    def _act(self) -> Callable[[np.ndarray], np.ndarray]:
-        venv = self.model.get_vec_normalize_env()
-        model = self.model
-
-        def act(obs: np.ndarray) -> np.ndarray:
-            x = venv.normalize_obs(obs) if venv is not None else obs
-            return model.predict(x, deterministic=True)[0]
-
-        return act
-
     def _checkpoint(self, fraction: float) -> None:
         pct = round(fraction * 100)
         folder = self.out_dir / "evals" / f"pct_{pct}"
-        folder.mkdir(parents=True, exist_ok=True)
-        self.model.save(folder / "model.zip")
-        venv = self.model.get_vec_normalize_env()
-        if venv is not None:
-            venv.save(str(folder / "vecnormalize.pkl"))
-        act = self._act()
+        save_policy(self.model, folder)
+        act = deterministic_act(self.model, self.model.get_vec_normalize_env())
         runs = []
         for seed in range(self.episodes):
             env = make_env(self.env_id, self.reward.clone())

@@ -26,7 +26,21 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from activities.training.checkpoints import next_multiple
+
 Emit = Callable[[dict[str, Any]], None]
+
+
+def deterministic_act(model: Any, venv: Any = None) -> Callable[[np.ndarray], np.ndarray]:
+    """The policy's deterministic action for a raw observation, normalised through `venv`'s
+    statistics when given (normalize_obs reads them and never updates them)."""
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        if venv is not None:
+            obs = venv.normalize_obs(obs)
+        return model.predict(obs, deterministic=True)[0]
+
+    return act
 
 
 def run_episode(
@@ -67,7 +81,7 @@ class PeriodicEval(BaseCallback):
 
     def _init_callback(self) -> None:
         # A resumed run carries its timestep counter: the next evaluation follows on from it.
-        self._next = (self.num_timesteps // self.every + 1) * self.every
+        self._next = next_multiple(self.num_timesteps, self.every)
 
     def _on_training_start(self) -> None:
         if self.path is not None:
@@ -85,7 +99,7 @@ class PeriodicEval(BaseCallback):
     def _on_rollout_start(self) -> None:
         # After the previous update: mid-rollout the policy has not learnt from the new steps.
         if self.num_timesteps >= self._next:
-            self._next = (self.num_timesteps // self.every + 1) * self.every
+            self._next = next_multiple(self.num_timesteps, self.every)
             self._evaluate()
 
     def _on_training_end(self) -> None:
@@ -96,18 +110,11 @@ class PeriodicEval(BaseCallback):
             self._file.close()
         self.env.close()
 
-    def _act(self, obs: np.ndarray) -> np.ndarray:
-        venv = self.model.get_vec_normalize_env()
-        if venv is not None:
-            # normalize_obs reads the running statistics and never updates them.
-            obs = venv.normalize_obs(obs)
-        action, _ = self.model.predict(obs, deterministic=True)
-        return action
-
     def _evaluate(self) -> None:
         wall = self.train_wall()
         t = time.monotonic()
-        ret, length = run_episode(self.env, self._act, self.seed)
+        act = deterministic_act(self.model, self.model.get_vec_normalize_env())
+        ret, length = run_episode(self.env, act, self.seed)
         spent = time.monotonic() - t
         self.eval_seconds += spent
         row = {

@@ -12,30 +12,27 @@ buffer: a resumed run refills it and carries on from the checkpoint's counter.
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
-import torch
 from stable_baselines3 import SAC, TD3
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import VecNormalize
 
+from activities.training.checkpoints import next_multiple
 from activities.training.ppo import (
     Emit,
-    EpisodeStats,
-    FastDummyVecEnv,
     MetricsCallback,
     episode_settings,
+    learn_and_save,
+    reward_envs,
     run_outputs,
     summarize,
 )
 from activities.training.reward_runtime import LoadedReward
-from activities.training.sim import make_env
 
 ALGOS = {"sac": SAC, "td3": TD3}
 
@@ -54,15 +51,9 @@ class OffPolicyPreset:
     action_noise: float = 0.0  # TD3's Gaussian exploration noise (std, in action units)
 
     def fit_budget(self, timesteps: int) -> OffPolicyPreset:
-        return (
-            self
-            if timesteps >= 10 * self.learning_starts
-            else _with(self, learning_starts=max(100, timesteps // 10))
-        )
-
-
-def _with(p: OffPolicyPreset, **changes: Any) -> OffPolicyPreset:
-    return OffPolicyPreset(**{**asdict(p), **changes})
+        if timesteps >= 10 * self.learning_starts:
+            return self
+        return replace(self, learning_starts=max(100, timesteps // 10))
 
 
 PRESETS = {
@@ -81,7 +72,7 @@ class OffPolicyMetrics(MetricsCallback):
 
     def _on_rollout_end(self) -> None:
         if self.num_timesteps >= self._next:
-            self._next = (self.num_timesteps // self.every + 1) * self.every
+            self._next = next_multiple(self.num_timesteps, self.every)
             super()._on_rollout_end()
 
     def _on_rollout_start(self) -> None:
@@ -114,13 +105,7 @@ def train(
     if algo not in ALGOS:
         raise ValueError(f"algo must be one of ppo, {', '.join(ALGOS)} (got {algo!r})")
     preset = PRESETS[algo].fit_budget(timesteps)
-    rewards: list[LoadedReward] = []
-
-    def factory() -> gym.Env:
-        rewards.append(reward.clone())
-        return EpisodeStats(make_env(env_id, rewards[-1], env_kwargs))
-
-    envs = FastDummyVecEnv([factory])
+    envs, rewards = reward_envs(env_id, reward, 1, env_kwargs)
     scalars = out_dir / "metrics" / "scalars.jsonl"
     resumed_from: int | None = None
     if resume_dir is not None:
@@ -147,16 +132,7 @@ def train(
         env_id, reward, timesteps, out_dir, emit, scalars, checkpoint_every,
         eval_checkpoint_episodes, eval_max_steps,
     )  # fmt: skip
-    t0 = time.monotonic()
-    model.learn(
-        total_timesteps=max(timesteps - int(model.num_timesteps), 1),
-        callback=callbacks,
-        log_interval=None,
-        reset_num_timesteps=resume_dir is None,
-    )
-    wall = time.monotonic() - t0
-    model.save(out_dir / "model.zip")
-    venv.save(str(out_dir / "vecnormalize.pkl"))
+    wall = learn_and_save(model, timesteps, callbacks, resumed_from is not None, out_dir)
     hyper = {"algo": algo, **asdict(preset)}
     summary = summarize(
         env_id, timesteps, seed, model, callbacks[0], wall, resumed_from, hyper, env_kwargs,
@@ -186,5 +162,4 @@ def _build(algo: str, preset: OffPolicyPreset, venv: VecNormalize, seed: int) ->
         kwargs["action_noise"] = NormalActionNoise(np.zeros(n), preset.action_noise * np.ones(n))
     model = ALGOS[algo]("MlpPolicy", venv, **kwargs)
     model.set_logger(Logger(folder=None, output_formats=[]))
-    torch.set_num_threads(1)
     return model

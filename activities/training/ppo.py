@@ -17,13 +17,15 @@ import gymnasium as gym
 import numpy as np
 import torch
 from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
-from activities.training.checkpoints import CheckpointCallback, resume, warm_start
+from activities.training.checkpoints import CheckpointCallback, resume, save_policy, warm_start
+from activities.training.envspec_meanings import terminates_early
 from activities.training.eval_checkpoints import EvalCheckpoints
 from activities.training.evaluation import PeriodicEval
 from activities.training.presets import PPOPreset, preset_for
@@ -146,8 +148,7 @@ class MetricsCallback(BaseCallback):
         self._steps_at_record = self.num_timesteps
 
     def mean_return(self) -> float | None:
-        recent = self.episodes[-self.window :]
-        return float(np.mean([e[1] for e in recent])) if recent else None
+        return _mean(self.episodes[-self.window :], 1)
 
     def _progress(self) -> None:
         now = time.monotonic()
@@ -162,12 +163,14 @@ class MetricsCallback(BaseCallback):
         )
 
     def _on_step(self) -> bool:
-        for info in self.locals["infos"]:
+        infos = self.locals["infos"]
+        term_sum = self._term_sum
+        self._term_steps += len(infos)
+        for info in infos:
             terms = info.get("reward_terms")
             if terms:
                 for k, v in terms.items():
-                    self._term_sum[k] += v
-            self._term_steps += 1
+                    term_sum[k] += v
             ep = info.get("episode")
             if ep is not None:
                 self.episodes.append((self.num_timesteps, ep["r"], ep["l"], ep["env_r"]))
@@ -189,9 +192,9 @@ class MetricsCallback(BaseCallback):
         recent = self.episodes[-self.window :]
         self._pending = {
             "timesteps": int(self.num_timesteps),
-            "ep_return_mean": float(np.mean([e[1] for e in recent])) if recent else None,
-            "ep_len_mean": float(np.mean([e[2] for e in recent])) if recent else None,
-            "env_return_mean": float(np.mean([e[3] for e in recent])) if recent else None,
+            "ep_return_mean": _mean(recent, 1),
+            "ep_len_mean": _mean(recent, 2),
+            "env_return_mean": _mean(recent, 3),
             "episodes": len(self.episodes),
             **{f"term_{k}": v for k, v in terms.items()},
         }
@@ -286,15 +289,8 @@ def train(
     if timesteps <= 0:
         raise ValueError(f"timesteps must be positive (got {timesteps})")
     preset = preset_for(env_id, ppo_overrides).fit_budget(timesteps)
-
-    rewards: list[LoadedReward] = []
-
-    def factory() -> gym.Env:
-        rewards.append(reward.clone())  # per env: stateful rewards keep state per episode
-        return EpisodeStats(make_env(env_id, rewards[-1], env_kwargs))
-
     scalars = out_dir / "metrics" / "scalars.jsonl"
-    envs = FastDummyVecEnv([factory] * preset.n_envs)
+    envs, rewards = reward_envs(env_id, reward, preset.n_envs, env_kwargs)
     resumed_from: int | None = None
     if resume_dir is not None:
         model, venv = resume(resume_dir, envs, scalars)
@@ -330,17 +326,7 @@ def train(
         evals = out_dir / "metrics" / "evals.jsonl"
         eval_env = make_env(env_id, None, env_kwargs)
         extra.append(PeriodicEval(eval_env, eval_every, seed, evals, emit))
-    t0 = time.monotonic()
-    model.learn(
-        # The counter carries on from a checkpoint: train only what is left of the budget.
-        total_timesteps=max(timesteps - int(model.num_timesteps), 1),
-        callback=[callback, *extra],
-        log_interval=None,
-        reset_num_timesteps=resume_dir is None,
-    )
-    wall = time.monotonic() - t0
-    model.save(out_dir / "model.zip")
-    venv.save(str(out_dir / "vecnormalize.pkl"))
+    wall = learn_and_save(model, timesteps, [callback, *extra], resumed_from is not None, out_dir)
     summary = summarize(
         env_id, timesteps, seed, model, callback, wall, resumed_from,
         {"algo": "ppo", **preset.as_dict()}, env_kwargs, reward, rewards,
@@ -348,6 +334,40 @@ def train(
     )  # fmt: skip
     venv.close()
     return summary
+
+
+def reward_envs(
+    env_id: str, reward: LoadedReward, n_envs: int, env_kwargs: dict[str, Any] | None
+) -> tuple[FastDummyVecEnv, list[LoadedReward]]:
+    """n_envs envs under the session reward, and the reward instance of each (for its counts)."""
+    rewards: list[LoadedReward] = []
+
+    def factory() -> gym.Env:
+        rewards.append(reward.clone())  # per env: stateful rewards keep state per episode
+        return EpisodeStats(make_env(env_id, rewards[-1], env_kwargs))
+
+    return FastDummyVecEnv([factory] * n_envs), rewards
+
+
+def learn_and_save(
+    model: BaseAlgorithm,
+    timesteps: int,
+    callbacks: list[BaseCallback],
+    resumed: bool,
+    out_dir: Path,
+) -> float:
+    """Train, then write model.zip and vecnormalize.pkl; the seconds learning took."""
+    t0 = time.monotonic()
+    model.learn(
+        # The counter carries on from a checkpoint: train only what is left of the budget.
+        total_timesteps=max(timesteps - int(model.num_timesteps), 1),
+        callback=callbacks,
+        log_interval=None,
+        reset_num_timesteps=not resumed,
+    )
+    wall = time.monotonic() - t0
+    save_policy(model, out_dir)
+    return wall
 
 
 def run_outputs(
@@ -418,8 +438,8 @@ def summarize(
         "episode": episode,
         "reward_terms": reward.terms,
         # Steps whose reward was NaN/inf (zeroed) or beyond +-1e6 (clipped) by the sandbox.
-        "nonfinite_rewards": sum(getattr(r, "nonfinite", 0) for r in rewards),
-        "clipped_rewards": sum(getattr(r, "clipped", 0) for r in rewards),
+        "nonfinite_rewards": sum(r.nonfinite for r in rewards),
+        "clipped_rewards": sum(r.clipped for r in rewards),
         "torch_threads": torch.get_num_threads(),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -433,17 +453,8 @@ def episode_settings(env: gym.Env) -> dict[str, Any]:
         "max_episode_steps": env.spec.max_episode_steps if env.spec else None,
         "frame_skip": int(raw.frame_skip),
         "dt": float(raw.dt),
-        "terminates_early": _terminates_early(raw),
+        "terminates_early": terminates_early(raw),
     }
-
-
-def _terminates_early(raw: Any) -> bool:
-    """Whether an episode can end before its time limit (a fall, a dropped pole)."""
-    flag = getattr(raw, "_terminate_when_unhealthy", None)
-    if flag is not None:
-        return bool(flag)
-    # The pendulums always end when the pole falls; HalfCheetah, Swimmer, Reacher never end.
-    return "InvertedPendulum" in type(raw).__name__ or "InvertedDouble" in type(raw).__name__
 
 
 def _mean(episodes: list[tuple[int, float, int, float]], idx: int) -> float | None:

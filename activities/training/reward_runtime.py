@@ -244,6 +244,7 @@ class RewardWrapper(gym.Wrapper):
         super().__init__(env)
         self.reward = reward
         self._last_obs: np.ndarray | None = None
+        self._episode_start = True
         self._data = env.unwrapped.data  # type: ignore[attr-defined]
 
     def reset(self, **kwargs):
@@ -255,7 +256,7 @@ class RewardWrapper(gym.Wrapper):
     def step(self, action):
         obs, env_reward, terminated, truncated, info = self.env.step(action)
         # Stateful reward code resets its memory on the first step of each episode.
-        info["_episode_start"] = getattr(self, "_episode_start", True)
+        info["_episode_start"] = self._episode_start
         self._episode_start = False
         info["qpos"] = self._data.qpos.copy()
         info["qvel"] = self._data.qvel.copy()

@@ -13,6 +13,7 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
+from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import LoadedReward
 from activities.training.sim import make_env, scalar_info
 
@@ -44,12 +45,7 @@ def evaluate(
     vecnorm = VecNormalize.load(str(vecnormalize_path), DummyVecEnv([lambda: env]))
     vecnorm.training = False
     vecnorm.norm_reward = False
-    model = load_model(algo, model_path)
-
-    def act(obs: np.ndarray) -> np.ndarray:
-        action, _ = model.predict(vecnorm.normalize_obs(obs), deterministic=True)
-        return action
-
+    act = deterministic_act(load_model(algo, model_path), vecnorm)
     stride, fps = video_stride(float(env.unwrapped.dt))  # type: ignore[attr-defined]
     video = out_dir / "videos" / "eval.mp4"
     writer = Mp4Writer(video, fps) if record_video else None

@@ -77,18 +77,17 @@ def _extend_floor(model: mujoco.MjModel, half_size: float = FLOOR_HALF_SIZE) -> 
                 model.mat_texrepeat[mat] *= factor
 
 
+# Info keys RewardWrapper and the training wrappers add (besides "_"-prefixed ones).
+_ADDED_INFO = frozenset(
+    ("qpos", "qvel", "env_reward", "reward_terms", "episode", "TimeLimit.truncated")
+)
+
+
 def scalar_info(info: dict[str, Any]) -> dict[str, float]:
     """The env's own scalar numeric info fields (not the ones RewardWrapper adds)."""
     out: dict[str, float] = {}
     for key, value in info.items():
-        if key.startswith("_") or key in (
-            "qpos",
-            "qvel",
-            "env_reward",
-            "reward_terms",
-            "episode",
-            "TimeLimit.truncated",
-        ):
+        if key.startswith("_") or key in _ADDED_INFO:
             continue
         if isinstance(value, bool | int | float) or (
             hasattr(value, "shape") and value.shape == () and value.dtype.kind in "biuf"

@@ -38,15 +38,18 @@ _ENV_ALLOW_PREFIXES = (
 STDERR_TAIL = 40
 
 
+def repo_pythonpath() -> str:
+    """PYTHONPATH for a child run outside the repository root: our packages first."""
+    return os.pathsep.join([str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def child_env() -> dict[str, str]:
     env = {
         k: v for k, v in os.environ.items() if k in _ENV_ALLOW or k.startswith(_ENV_ALLOW_PREFIXES)
     }
     env.setdefault("MUJOCO_GL", "egl")
     # The child's working directory is a scratch folder: make our packages importable anyway.
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
+    env["PYTHONPATH"] = repo_pythonpath()
     env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
     env["PYTHONUNBUFFERED"] = "1"
     # One thread per run (the child also calls torch.set_num_threads(1)).

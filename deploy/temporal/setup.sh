@@ -4,13 +4,12 @@
 set -eu
 : "${POSTGRES_SEEDS:=postgresql}" "${POSTGRES_USER:=temporal}" "${POSTGRES_PWD:=temporal}"
 SCHEMA=/etc/temporal/schema/postgresql/v12
-for db in temporal temporal_visibility; do
-  dir=temporal
-  [ "$db" = temporal_visibility ] && dir=visibility
-  sql() { temporal-sql-tool --plugin postgres12 --ep "$POSTGRES_SEEDS" -p 5432 \
-    -u "$POSTGRES_USER" -pw "$POSTGRES_PWD" --db "$db" "$@"; }
+sql() { temporal-sql-tool --plugin postgres12 --ep "$POSTGRES_SEEDS" -p 5432 \
+  -u "$POSTGRES_USER" -pw "$POSTGRES_PWD" --db "$db" "$@"; }
+for pair in temporal:temporal temporal_visibility:visibility; do  # database:schema folder
+  db=${pair%%:*}
   sql create || true  # exists already on a second run
   sql setup-schema -v 0.0 || true
-  sql update-schema -d "$SCHEMA/$dir/versioned"
+  sql update-schema -d "$SCHEMA/${pair#*:}/versioned"
 done
 echo "temporal schemas ready"

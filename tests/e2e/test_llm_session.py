@@ -8,16 +8,15 @@ import contextlib
 import json
 import subprocess
 import time
-import uuid
 from typing import Any
 
 import pytest
 
 from activities.artifacts import ArtifactStore
+from tests.builders import FORWARD_REWARD, start_session
 from tests.fakes.llm_server import Error, FakeLLMServer, Reply, Tools
 from workers.pools import run_pools
 from workers.settings import Settings
-from workflows.models import SessionResult, task_queue
 from workflows.session import SessionWorkflow
 
 CRITERIA = [
@@ -54,25 +53,7 @@ class RunForward(RewardFunction):
         return forward, {"forward": forward}
 """
 
-FIXED_REWARD = """
-import numpy as np
-
-class RunForward(RewardFunction):
-    def compute(self, obs, action, next_obs, info):
-        terms = {
-            "forward": float(info["x_velocity"]),
-            "ctrl": -0.1 * float(np.sum(np.square(action))),
-        }
-        return sum(terms.values()), terms
-
-    @property
-    def latex(self):
-        return r"r = v_x - 0.1 \\|a\\|^2"
-
-    @property
-    def terms(self):
-        return ["forward", "ctrl"]
-"""
+FIXED_REWARD = FORWARD_REWARD  # what the fixer sends back
 
 REVISED_REWARD = FIXED_REWARD.replace("-0.1 *", "-0.05 *").replace("0.1 \\\\|", "0.05 \\\\|")
 
@@ -238,22 +219,17 @@ async def llm_session(temporal_env, queue_prefix, monkeypatch, script, **overrid
             )
         )
         try:
-            handle = await temporal_env.client.start_workflow(
-                SessionWorkflow.run,
-                {
-                    "prompt": "run forward",
-                    "env_id": "HalfCheetah-v5",
-                    "llm_model": "claude-sonnet-4-6",
-                    "total_timesteps": 1024,
-                    "max_iterations": 3,
-                    "pass_threshold": 0.9,
-                    "eval_max_steps": 30,
-                    "queue_prefix": queue_prefix,
-                    **overrides,
-                },
-                id=f"llm-e2e-{uuid.uuid4().hex[:8]}",
-                task_queue=task_queue("llm", queue_prefix),
-                result_type=SessionResult,
+            handle = await start_session(
+                temporal_env.client,
+                queue_prefix,
+                prompt="run forward",
+                env_id="HalfCheetah-v5",
+                llm_model="claude-sonnet-4-6",
+                total_timesteps=1024,
+                max_iterations=3,
+                pass_threshold=0.9,
+                eval_max_steps=30,
+                **overrides,
             )
             yield server, handle
         finally:

@@ -11,12 +11,10 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 from activities.artifacts import ArtifactStore
-from workflows.models import SessionResult, task_queue
-from workflows.session import SessionWorkflow
+from tests.builders import start_session
 
 CHECKPOINT_EVERY = 4096
 TIMESTEPS = 40_960
@@ -62,19 +60,14 @@ async def test_three_worker_processes_survive_a_sigkilled_training_worker(
     first = start_worker("train", env, log)
     second: subprocess.Popen | None = None
     try:
-        handle = await temporal_env.client.start_workflow(
-            SessionWorkflow.run,
-            {
-                "prompt": "run forward as fast as possible",
-                "env_id": "HalfCheetah-v5",
-                "total_timesteps": TIMESTEPS,
-                "max_iterations": 1,
-                "eval_max_steps": 30,
-                "queue_prefix": queue_prefix,
-            },
-            id=f"resume-{uuid.uuid4().hex[:8]}",
-            task_queue=task_queue("llm", queue_prefix),
-            result_type=SessionResult,
+        handle = await start_session(
+            temporal_env.client,
+            queue_prefix,
+            prompt="run forward as fast as possible",
+            env_id="HalfCheetah-v5",
+            total_timesteps=TIMESTEPS,
+            max_iterations=1,
+            eval_max_steps=30,
         )
         details = await checkpoint_in_heartbeat(handle)
         killed_at = details["checkpoint_timesteps"]

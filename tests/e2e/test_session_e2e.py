@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import uuid
 
 import av
 import numpy as np
 
 from activities.artifacts import ArtifactStore
 from activities.training.envs import facts
+from tests.builders import start_session
 from workers.pools import run_pools
 from workers.settings import Settings
-from workflows.models import SessionResult, SessionStatus, task_queue
+from workflows.models import SessionStatus
 from workflows.session import SessionWorkflow
 
 EVAL_STEPS = 40
@@ -26,24 +26,19 @@ async def test_real_session_produces_video_and_trajectory_in_s3(temporal_env, s3
         run_pools(temporal_env.client, settings, ["llm", "train", "judge"], handle_signals=False)
     )
     try:
-        handle = await temporal_env.client.start_workflow(
-            SessionWorkflow.run,
-            {
-                "prompt": "run forward as fast as possible",
-                "env_id": "HalfCheetah-v5",
-                "total_timesteps": 2048,
-                "max_iterations": 2,
-                # A few thousand steps cannot pass: the second iteration runs a revised reward.
-                "pass_threshold": 1.0,
-                "eval_max_steps": EVAL_STEPS,
-                "queue_prefix": queue_prefix,
-                # Iteration 2 runs in a second workflow run (continue-as-new), revising the
-                # reward carried over from the first.
-                "iterations_per_run": 1,
-            },
-            id=f"e2e-{uuid.uuid4().hex[:8]}",
-            task_queue=task_queue("llm", queue_prefix),
-            result_type=SessionResult,
+        handle = await start_session(
+            temporal_env.client,
+            queue_prefix,
+            prompt="run forward as fast as possible",
+            env_id="HalfCheetah-v5",
+            total_timesteps=2048,
+            max_iterations=2,
+            # A few thousand steps cannot pass: the second iteration runs a revised reward.
+            pass_threshold=1.0,
+            eval_max_steps=EVAL_STEPS,
+            # Iteration 2 runs in a second workflow run (continue-as-new), revising the reward
+            # carried over from the first.
+            iterations_per_run=1,
         )
         result = await asyncio.wait_for(handle.result(), timeout=600)
         status = await handle.query(SessionWorkflow.status)

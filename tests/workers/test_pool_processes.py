@@ -7,11 +7,9 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
-from workflows.models import SessionResult, task_queue
-from workflows.session import SessionWorkflow
+from tests.builders import start_session
 
 POOLS = {"llm": "author_reward", "train": "train_policy", "judge": "judge_rollout"}
 
@@ -48,19 +46,14 @@ async def test_a_session_runs_across_three_worker_processes(
                     stderr=subprocess.STDOUT,
                     env=env,
                 )
-        handle = await temporal_env.client.start_workflow(
-            SessionWorkflow.run,
-            {
-                "prompt": "run forward as fast as possible",
-                "env_id": "HalfCheetah-v5",
-                "total_timesteps": 1024,
-                "max_iterations": 1,
-                "eval_max_steps": 30,
-                "queue_prefix": queue_prefix,
-            },
-            id=f"procs-{uuid.uuid4().hex[:8]}",
-            task_queue=task_queue("llm", queue_prefix),
-            result_type=SessionResult,
+        handle = await start_session(
+            temporal_env.client,
+            queue_prefix,
+            prompt="run forward as fast as possible",
+            env_id="HalfCheetah-v5",
+            total_timesteps=1024,
+            max_iterations=1,
+            eval_max_steps=30,
         )
         result = await handle.result()
         assert len(result.iterations) == 1

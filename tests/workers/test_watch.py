@@ -4,25 +4,13 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from tests.builders import run_record
 from workers.watch import report
 from workflows.details import details_markdown
-from workflows.models import IterationRecord, RunRecord, SessionResult, SessionStatus
+from workflows.models import IterationRecord, SessionResult, SessionStatus
 
 
 def _record(iteration: int, score: float, **extra) -> IterationRecord:
-    prefix = f"sessions/s1/iter_{iteration}/c0_default_seed_0/"
-    run = RunRecord(
-        run_name="c0_default_seed_0",
-        seed=0,
-        run_prefix=prefix,
-        model_key=prefix + "model.zip",
-        vecnormalize_key=prefix + "vecnormalize.pkl",
-        video_key=prefix + "videos/eval.mp4",
-        trajectory_key=prefix + "trajectories/eval.npz",
-        timesteps_done=1000,
-        score=score,
-        passed=False,
-    )
     return IterationRecord(
         iteration=iteration,
         reward_key=f"sessions/s1/iter_{iteration}/reward_fn.py",
@@ -32,7 +20,7 @@ def _record(iteration: int, score: float, **extra) -> IterationRecord:
         score=score,
         passed=False,
         diagnosis=f"scored {score}",
-        best_run=run,
+        best_run=run_record("s1", iteration, timesteps_done=1000, score=score),
         **extra,
     )
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from tests.workflows.test_session import Script
-from tests.workflows.test_steering import session, until
+from tests.workflows.test_session import Script, session
+from tests.workflows.test_steering import until
 from workers.services import find_binary, free_port
 from workflows import search
 from workflows.models import ApprovalDecision

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
 from temporalio import activity
-from temporalio.client import WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from tests.builders import start_session
 from workflows.models import (
+    DEFAULT_QUEUE_PREFIX,
     MAX_TOOL_CALLS,
     MAX_TOOL_ROUNDS,
     AskVideoRequest,
@@ -335,29 +339,42 @@ def _reward(session_id: str, iteration: int, ctrl: float) -> RewardArtifact:
     )
 
 
-async def run_session(
-    env: WorkflowEnvironment, prefix: str, script: Script, **overrides
-) -> SessionResult:
-    data = {"prompt": "run forward", "env_id": "HalfCheetah-v5", "total_timesteps": 1000}
-    data.update(overrides, queue_prefix=prefix)
+@contextlib.asynccontextmanager
+async def stand_in_workers(
+    client: Client, script: Script, prefix: str = DEFAULT_QUEUE_PREFIX
+) -> AsyncIterator[None]:
+    """The three worker pools, with the script's stand-ins for the activities, for the block."""
     acts = script.activities()
-    workers = [
+    # Heartbeats leave within 0.2 s: an aborted session's training run learns of it quickly.
+    fast = {"max_heartbeat_throttle_interval": timedelta(milliseconds=200)}
+    async with (
         Worker(
-            env.client,
+            client,
             task_queue=task_queue("llm", prefix),
             workflows=[SessionWorkflow],
             activities=acts["llm"],
         ),
-        Worker(env.client, task_queue=task_queue("train", prefix), activities=acts["train"]),
-        Worker(env.client, task_queue=task_queue("judge", prefix), activities=acts["judge"]),
-    ]
-    async with workers[0], workers[1], workers[2]:
-        return await env.client.execute_workflow(
-            SessionWorkflow.run,
-            data,
-            id=f"test-{uuid.uuid4().hex[:8]}",
-            task_queue=task_queue("llm", prefix),
-        )
+        Worker(client, task_queue=task_queue("train", prefix), activities=acts["train"], **fast),
+        Worker(client, task_queue=task_queue("judge", prefix), activities=acts["judge"]),
+    ):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def session(
+    env: WorkflowEnvironment, prefix: str, script: Script, **overrides
+) -> AsyncIterator[WorkflowHandle]:
+    """A session started on the stand-ins; they answer (queries too) until the block ends."""
+    inputs = {"prompt": "run forward", "env_id": "HalfCheetah-v5", "total_timesteps": 1000}
+    async with stand_in_workers(env.client, script, prefix):
+        yield await start_session(env.client, prefix, **{**inputs, **overrides})
+
+
+async def run_session(
+    env: WorkflowEnvironment, prefix: str, script: Script, **overrides
+) -> SessionResult:
+    async with session(env, prefix, script, **overrides) as handle:
+        return await handle.result()
 
 
 async def test_failing_iteration_is_revised_then_passes(temporal_env, queue_prefix):

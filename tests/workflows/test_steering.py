@@ -4,47 +4,14 @@ updates (validated, rejected without a trace) and as signals (an invalid one is 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import uuid
-from collections.abc import AsyncIterator
-from datetime import timedelta
 
 import pytest
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
-from temporalio.worker import Worker
 
-from tests.workflows.test_session import Script
-from workflows.models import ApprovalDecision, SessionResult, SessionStatus, task_queue
+from tests.workflows.test_session import Script, session
+from workflows.models import ApprovalDecision, SessionStatus
 from workflows.session import SessionWorkflow
-
-
-@contextlib.asynccontextmanager
-async def session(env, prefix: str, script: Script, **overrides) -> AsyncIterator[WorkflowHandle]:
-    data = {"prompt": "run forward", "env_id": "HalfCheetah-v5", "total_timesteps": 1000}
-    data.update(overrides, queue_prefix=prefix)
-    acts = script.activities()
-    fast = {"max_heartbeat_throttle_interval": timedelta(milliseconds=200)}
-    workers = [
-        Worker(
-            env.client,
-            task_queue=task_queue("llm", prefix),
-            workflows=[SessionWorkflow],
-            activities=acts["llm"],
-        ),
-        Worker(
-            env.client, task_queue=task_queue("train", prefix), activities=acts["train"], **fast
-        ),
-        Worker(env.client, task_queue=task_queue("judge", prefix), activities=acts["judge"]),
-    ]
-    async with workers[0], workers[1], workers[2]:
-        yield await env.client.start_workflow(
-            SessionWorkflow.run,
-            data,
-            id=f"steer-{uuid.uuid4().hex[:8]}",
-            task_queue=task_queue("llm", prefix),
-            result_type=SessionResult,
-        )
 
 
 async def status_of(handle: WorkflowHandle) -> SessionStatus:

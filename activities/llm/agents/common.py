@@ -171,6 +171,13 @@ def require(args: dict[str, Any], field: str, kind: type, agent: str) -> Any:
     return value
 
 
+def answer_text(
+    args: dict[str, Any], field: str, limit: int | None = None, default: str = ""
+) -> str:
+    """A text field of the agent's answer on one line, cut to `limit` characters."""
+    return " ".join(str(args.get(field) or default).split())[:limit]
+
+
 def clean_code(code: str) -> str:
     """Code from a tool argument, without a stray markdown fence around it."""
     inner = extract_code(code) if "```" in code else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workflows.models import Criterion
+from workflows.models import Criterion, Judgment
 
 
 def env_text(env_id: str) -> str:
@@ -23,6 +23,19 @@ def criteria_text(criteria: list[Criterion]) -> str:
             f"- `{c.name}`: {c.description} Measure: {c.measure or c.metric or '-'} "
             f"Target: {c.direction.replace('_', ' ')} {c.target:g}{tol}."
         )
+    return "\n".join(lines)
+
+
+def judgment_text(j: Judgment, title: str = "Judgment") -> str:
+    lines = [f"# {title}: score {j.score:.2f}, {'passed' if j.passed else 'not passed'}"]
+    lines.append(j.diagnosis)
+    for c in j.criteria:
+        lines.append(
+            f"- {c.name}: measured {c.value:g}, target {c.direction} {c.target:g}, "
+            f"score {c.score:.2f}"
+        )
+    if j.failure_tags:
+        lines.append("Failure tags: " + ", ".join(j.failure_tags))
     return "\n".join(lines)
 
 

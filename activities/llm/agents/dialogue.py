@@ -9,8 +9,9 @@ calls for the workflow to run; in the final turn only the submit tool is offered
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
 
 from activities.artifacts import ArtifactStore
 from activities.llm.agents.common import call_model, submitted_arguments
@@ -24,27 +25,17 @@ MAX_RESULT_CHARS = 12_000
 
 
 def dump(messages: list[Message]) -> str:
-    out = []
-    for m in messages:
-        out.append(
-            {
-                "role": m.role,
-                "content": m.content,
-                "tool_calls": [
-                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
-                ],
-                "tool_results": [
-                    {
-                        "tool_call_id": r.tool_call_id,
-                        "content": r.content,
-                        "is_error": r.is_error,
-                        "name": r.name,
-                    }
-                    for r in m.tool_results
-                ],
-            }
-        )
-    return json.dumps(out, indent=1)
+    # Media is left out: transcripts hold text turns only.
+    turns = [
+        {
+            "role": m.role,
+            "content": m.content,
+            "tool_calls": [asdict(c) for c in m.tool_calls],
+            "tool_results": [asdict(r) for r in m.tool_results],
+        }
+        for m in messages
+    ]
+    return json.dumps(turns, indent=1)
 
 
 def load(text: str) -> list[Message]:
@@ -116,6 +107,35 @@ def take_turn(
         return Turn(done=False, tool_calls=refs, messages=[*messages, assistant], call=call)
     # No tool call: a model that answers in text (code block or JSON) is still understood.
     return Turn(done=True, arguments=submitted_arguments(completion, submit), call=call)
+
+
+class ToolRounds(Protocol):
+    """What a request to a multi-call agent carries (ReviseRequest, SynthesisRequest)."""
+
+    transcript_key: str | None
+    tool_outcomes: list[ToolOutcome]
+    round: int
+    final: bool
+
+
+def next_turn(
+    store: ArtifactStore,
+    req: ToolRounds,
+    folder: str,
+    opening: Callable[[], str],
+    take: Callable[[list[Message], bool], Turn],
+) -> tuple[Turn, str | None]:
+    """One call of an agent: the first opens with `opening()`, later ones continue the saved
+    conversation with the tools' answers. A turn that ends in tool calls is saved under `folder`
+    for the next call: (turn, its transcript key), or (turn, None) when done."""
+    if req.transcript_key is None:
+        messages = [Message(role="user", content=opening())]
+    else:
+        messages = continued(store, req.transcript_key, req.tool_outcomes, req.final)
+    turn = take(messages, req.final)
+    if turn.done:
+        return turn, None
+    return turn, store.put_text(folder + f"turn_{req.round}.json", dump(turn.messages))
 
 
 def _ref(call: ToolCall) -> ToolCallRef:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Literal
 
-from activities.llm.agents.common import ask, clean_code, render_prompt, require
+from activities.llm.agents.common import ask, render_prompt
 from activities.llm.agents.context import code_text, criteria_text, env_text, intent_text, join
 from activities.llm.agents.judge import SUBMIT_JUDGE
-from activities.llm.agents.reward import SUBMIT_REWARD
+from activities.llm.agents.reward import SUBMIT_REWARD, RewardCode
 from workflows.models import Criterion, LLMCall
 
 
@@ -20,8 +21,8 @@ def fix(
     error: str,
     attempt: int,
     model: str,
-) -> tuple[dict[str, Any], LLMCall]:
-    """The fixed code's fields (code, and for rewards latex/terms/summary)."""
+) -> tuple[RewardCode, LLMCall]:
+    """The fixed code with its latex, terms and summary (a judge's has only a summary)."""
     tool = SUBMIT_REWARD if kind == "reward" else SUBMIT_JUDGE
     contract = render_prompt("reward_contract" if kind == "reward" else "judge_contract")
     answer = ask(
@@ -37,6 +38,6 @@ def fix(
         ),
         tool=tool,
     )
-    args = dict(answer.arguments)
-    args["code"] = clean_code(require(args, "code", str, f"fixer_{kind}"))
-    return args, answer.call
+    fixed = RewardCode.from_args(answer.arguments, f"fixer_{kind}")
+    # The summary goes on as the model wrote it (kept from before this code was shared).
+    return replace(fixed, summary=str(answer.arguments.get("summary") or "")), answer.call

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from activities.llm.agents.common import ask, clean_code, render_prompt, require
+from activities.llm.agents.common import answer_text, ask, clean_code, render_prompt, require
 from activities.llm.agents.context import criteria_text, env_text, intent_text, join
 from activities.llm.providers.base import ToolSpec
 from workflows.models import Criterion, LLMCall
@@ -33,5 +33,4 @@ def author_judge(
         tool=SUBMIT_JUDGE,
     )
     code = clean_code(require(answer.arguments, "code", str, "judge_author"))
-    summary = " ".join(str(answer.arguments.get("summary") or "").split())[:300]
-    return code, summary, answer.call
+    return code, answer_text(answer.arguments, "summary", 300), answer.call

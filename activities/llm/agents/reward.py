@@ -5,8 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from activities.llm.agents.common import ask, clean_code, render_prompt, require
-from activities.llm.agents.context import code_text, criteria_text, env_text, intent_text, join
+from activities.llm.agents.common import answer_text, ask, clean_code, render_prompt, require
+from activities.llm.agents.context import (
+    code_text,
+    criteria_text,
+    env_text,
+    intent_text,
+    join,
+    judgment_text,
+)
 from activities.llm.agents.dialogue import Turn, take_turn, tool_budget_note
 from activities.llm.agents.tool_specs import REVISER_TOOLS
 from activities.llm.providers.base import Message, ToolSpec
@@ -15,7 +22,6 @@ from workflows.models import (
     MAX_TOOL_ROUNDS,
     Criterion,
     IterationRecord,
-    Judgment,
     LLMCall,
     ReviseRequest,
     TrainResult,
@@ -88,7 +94,7 @@ class RewardCode:
             code=code,
             latex=str(args.get("latex") or ""),
             terms=[str(t) for t in terms] if isinstance(terms, list) else [],
-            summary=" ".join(str(args.get("summary") or "").split())[:300],
+            summary=answer_text(args, "summary", 300),
         )
 
 
@@ -126,9 +132,12 @@ def author(
 
 @dataclass(frozen=True)
 class Review:
-    lgtm: bool
     notes: str
-    corrected: RewardCode | None
+    corrected: RewardCode | None  # None: LGTM
+
+    @property
+    def lgtm(self) -> bool:
+        return self.corrected is None
 
 
 def review(
@@ -148,10 +157,10 @@ def review(
     )
     args = answer.arguments
     verdict = str(args.get("verdict", "")).strip().upper()
-    notes = " ".join(str(args.get("notes") or "").split())[:500]
+    notes = answer_text(args, "notes", 500)
     if verdict == "LGTM" or not args.get("code"):
-        return Review(True, notes or "LGTM", None), answer.call
-    return Review(False, notes, RewardCode.from_args(args, "reviewer")), answer.call
+        return Review(notes or "LGTM", None), answer.call
+    return Review(notes, RewardCode.from_args(args, "reviewer")), answer.call
 
 
 @dataclass(frozen=True)
@@ -201,8 +210,8 @@ def revision_from(args: dict[str, Any], iterations: list[int], algo: str) -> Rev
     config = args.get("config")
     return Revision(
         reward=RewardCode.from_args(args, "reviser"),
-        diagnosis=" ".join(str(args.get("diagnosis") or "").split())[:600],
-        changes=" ".join(str(args.get("changes") or "").split())[:600],
+        diagnosis=answer_text(args, "diagnosis", 600),
+        changes=answer_text(args, "changes", 600),
         timesteps=int(steps) if isinstance(steps, int | float) and steps > 0 else None,
         base_iteration=int(base) if isinstance(base, int | float) and base in iterations else None,
         config=config if config in CONFIG_NAMES and algo == "ppo" else None,
@@ -245,19 +254,6 @@ def feedback_text(feedback: list[str]) -> str:
         return ""
     said = "\n".join(f"- {line}" for line in feedback)
     return f"# What the person watching this session asked for (act on it)\n\n{said}"
-
-
-def judgment_text(j: Judgment) -> str:
-    lines = [f"# Judgment: score {j.score:.2f}, {'passed' if j.passed else 'not passed'}"]
-    lines.append(j.diagnosis)
-    for c in j.criteria:
-        lines.append(
-            f"- {c.name}: measured {c.value:g}, target {c.direction} {c.target:g}, "
-            f"score {c.score:.2f}"
-        )
-    if j.failure_tags:
-        lines.append("Failure tags: " + ", ".join(j.failure_tags))
-    return "\n".join(lines)
 
 
 def training_text(t: TrainResult, timesteps: int, cap: int, algo: str = "ppo") -> str:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.llm.agents.common import render_prompt
-from activities.llm.agents.context import intent_text, join
+from activities.llm.agents.common import answer_text, render_prompt
+from activities.llm.agents.context import intent_text, join, judgment_text
 from activities.llm.agents.dialogue import Turn, take_turn, tool_budget_note
-from activities.llm.agents.reward import judgment_text
 from activities.llm.agents.tool_specs import SYNTHESIZER_TOOLS
 from activities.llm.providers.base import Message, ToolSpec
 from workflows.models import SYNTH_TOOL_ROUNDS, SynthesisRequest
@@ -47,7 +46,7 @@ def opening(req: SynthesisRequest, episode_s: float | None = None) -> str:
     return join(
         intent_text(req.prompt),
         f"# Environment\n\n{req.env_id}.{length}",
-        judgment_text(req.code).replace("# Judgment", "# Trajectory judge", 1),
+        judgment_text(req.code, "Trajectory judge"),
         "\n".join(visual),
         tool_budget_note(0, SYNTH_TOOL_ROUNDS),
     )
@@ -70,8 +69,7 @@ def settled(args: dict[str, Any]) -> tuple[float | None, str, str]:
     score = args.get("score")
     value = float(score) if isinstance(score, int | float) and 0 <= score <= 1 else None
     trusted = args.get("trusted") if args.get("trusted") in ("trajectory", "video") else "both"
-    diagnosis = " ".join(str(args.get("diagnosis") or "").split())[:600]
-    return value, trusted, diagnosis
+    return value, trusted, answer_text(args, "diagnosis", 600)
 
 
 def video_question(prompt: str, question: str, window: str) -> str:

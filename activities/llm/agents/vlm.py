@@ -9,7 +9,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.llm.agents.common import ask, render_prompt
+from activities.llm.agents.common import answer_text, ask, render_prompt
 from activities.llm.agents.context import intent_text, join
 from activities.llm.providers.base import Media, ToolSpec
 from workflows.models import LLMCall
@@ -99,13 +99,12 @@ def judge_video(
     for c in criteria:
         v = given.get(c["name"], {})
         verdict = v.get("verdict") if v.get("verdict") in VERDICT_SCORES else "not_met"
-        reason = " ".join(str(v.get("reason") or "no verdict given").split())[:300]
         out.append(
             {
                 "name": c["name"],
                 "verdict": verdict,
                 "score": VERDICT_SCORES[verdict],
-                "reason": reason,
+                "reason": answer_text(v, "reason", 300, default="no verdict given"),
             }
         )
     return out, answer.call

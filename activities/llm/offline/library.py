@@ -16,19 +16,27 @@ from workflows.models import Criterion
 LOCOMOTION_ENVS = tuple(e for e, f in ENVS.items() if f.locomotion)
 
 
+# Terms that pay a constant per step: a template scales them by <term>_bonus, every other term
+# by <term>_weight.
+_BONUS_TERMS = ("alive", "healthy")
+
+
 @dataclass(frozen=True)
 class TemplateSpec:
     name: str  # templates/<name>.py.tmpl
     family: str
     envs: tuple[str, ...]
-    terms: tuple[str, ...]  # every term the template can emit, in order
-    weights: tuple[tuple[str, str], ...]  # (term, the param that scales it)
     task_terms: tuple[str, ...]  # the terms that express the intent itself
     penalties: tuple[str, ...] = ()
     bonuses: tuple[str, ...] = ()  # constant per-step rewards (alive bonuses)
 
-    def weight_param(self, term: str) -> str | None:
-        return dict(self.weights).get(term)
+    @property
+    def terms(self) -> tuple[str, ...]:
+        """Every term the template can emit, in the order its code returns them."""
+        return self.task_terms + self.penalties + self.bonuses
+
+    def weight_param(self, term: str) -> str:
+        return f"{term}_bonus" if term in _BONUS_TERMS else f"{term}_weight"
 
 
 _FREE_YAW_RATE = (
@@ -83,70 +91,30 @@ POLE_ANGLE_SQ = {
 }
 
 _LOCO = dict(penalties=("ctrl",), bonuses=("healthy",))
+_STANDING = dict(penalties=("still", "ctrl"), bonuses=("healthy",))
 SPECS: dict[str, TemplateSpec] = {
     s.name: s
     for s in (
-        TemplateSpec(
-            "forward",
-            "locomotion",
-            LOCOMOTION_ENVS,
-            ("forward", "ctrl", "healthy"),
-            (("forward", "forward_weight"), ("ctrl", "ctrl_weight"), ("healthy", "healthy_bonus")),
-            ("forward",),
-            **_LOCO,
-        ),
-        TemplateSpec(
-            "track_speed",
-            "locomotion",
-            LOCOMOTION_ENVS,
-            ("speed", "ctrl", "healthy"),
-            (("speed", "speed_weight"), ("ctrl", "ctrl_weight"), ("healthy", "healthy_bonus")),
-            ("speed",),
-            **_LOCO,
-        ),
+        TemplateSpec("forward", "locomotion", LOCOMOTION_ENVS, ("forward",), **_LOCO),
+        TemplateSpec("track_speed", "locomotion", LOCOMOTION_ENVS, ("speed",), **_LOCO),
         TemplateSpec(
             "stand",
             "standing",
             ("Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5", "HumanoidStandup-v5"),
-            ("height", "upright", "still", "ctrl", "healthy"),
-            (
-                ("height", "height_weight"),
-                ("upright", "upright_weight"),
-                ("still", "still_weight"),
-                ("ctrl", "ctrl_weight"),
-                ("healthy", "healthy_bonus"),
-            ),
             ("height", "upright"),
-            ("still", "ctrl"),
-            ("healthy",),
+            **_STANDING,
         ),
         TemplateSpec(
             "hold_height",
             "standing",
             ("Hopper-v5", "Walker2d-v5", "Humanoid-v5", "HumanoidStandup-v5"),
-            ("height", "upright", "still", "ctrl", "healthy"),
-            (
-                ("height", "height_weight"),
-                ("upright", "upright_weight"),
-                ("still", "still_weight"),
-                ("ctrl", "ctrl_weight"),
-                ("healthy", "healthy_bonus"),
-            ),
             ("height", "upright"),
-            ("still", "ctrl"),
-            ("healthy",),
+            **_STANDING,
         ),
         TemplateSpec(
             "spin",
             "spinning",
             ("Ant-v5", "Humanoid-v5", "Swimmer-v5"),
-            ("spin", "drift", "ctrl", "healthy"),
-            (
-                ("spin", "spin_weight"),
-                ("drift", "drift_weight"),
-                ("ctrl", "ctrl_weight"),
-                ("healthy", "healthy_bonus"),
-            ),
             ("spin",),
             ("drift", "ctrl"),
             ("healthy",),
@@ -155,50 +123,22 @@ SPECS: dict[str, TemplateSpec] = {
             "jump",
             "jumping",
             ("Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5"),
-            ("height", "rise", "ctrl", "healthy"),
-            (
-                ("height", "height_weight"),
-                ("rise", "rise_weight"),
-                ("ctrl", "ctrl_weight"),
-                ("healthy", "healthy_bonus"),
-            ),
             ("height", "rise"),
             ("ctrl",),
             ("healthy",),
         ),
+        # Staying alive is the task itself here, not a bonus beside it.
         TemplateSpec(
             "balance",
             "balancing",
             ("InvertedPendulum-v5", "InvertedDoublePendulum-v5"),
-            ("alive", "angle", "center"),
-            (("alive", "alive_bonus"), ("angle", "angle_weight"), ("center", "center_weight")),
             ("alive",),
             ("angle", "center"),
         ),
         TemplateSpec(
-            "rear_up",
-            "balancing",
-            ("Ant-v5",),
-            ("pitch", "drift", "ctrl", "healthy"),
-            (
-                ("pitch", "pitch_weight"),
-                ("drift", "drift_weight"),
-                ("ctrl", "ctrl_weight"),
-                ("healthy", "healthy_bonus"),
-            ),
-            ("pitch",),
-            ("drift", "ctrl"),
-            ("healthy",),
+            "rear_up", "balancing", ("Ant-v5",), ("pitch",), ("drift", "ctrl"), ("healthy",)
         ),
-        TemplateSpec(
-            "reach",
-            "reaching",
-            ("Reacher-v5",),
-            ("distance", "ctrl", "still"),
-            (("distance", "distance_weight"), ("ctrl", "ctrl_weight"), ("still", "still_weight")),
-            ("distance",),
-            ("ctrl", "still"),
-        ),
+        TemplateSpec("reach", "reaching", ("Reacher-v5",), ("distance",), ("ctrl", "still")),
     )
 }
 

@@ -48,7 +48,7 @@ def clean_params(params: dict[str, float]) -> dict[str, float]:
 
 
 def included_terms(spec: TemplateSpec, params: dict[str, float]) -> list[str]:
-    return [t for t in spec.terms if params.get(spec.weight_param(t) or "", 1.0) != 0.0]
+    return [t for t in spec.terms if params.get(spec.weight_param(t), 1.0) != 0.0]
 
 
 def _derived(spec: TemplateSpec, env_id: str, params: dict[str, float]) -> dict[str, str]:

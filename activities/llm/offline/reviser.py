@@ -34,11 +34,15 @@ class Revision:
     changes: str
 
 
-def _scaled(params: dict[str, float], key: str, factor: float) -> float | None:
-    """The new value, or None when clamping leaves it unchanged."""
+def _rescale(params: dict[str, float], key: str, factor: float) -> str | None:
+    """Scale params[key] in place, clamped: 'key old -> new', or None when clamping leaves it
+    unchanged."""
     old = params[key]
     new = float(num(min(max(old * factor, MIN_WEIGHT), MAX_WEIGHT)))
-    return None if math.isclose(new, old) else new
+    if math.isclose(new, old):
+        return None
+    params[key] = new
+    return f"{key} {num(old)} -> {num(new)}"
 
 
 def _term_means(req: ReviseRequest, spec: TemplateSpec) -> dict[str, float]:
@@ -54,51 +58,39 @@ def _reward_change(req: ReviseRequest, spec: TemplateSpec, params: dict[str, flo
     # Largest penalty first; a penalty whose weight is 0 is not in the reward at all.
     for term in sorted(spec.penalties, key=lambda t: -abs(means[t])):
         key = spec.weight_param(term)
-        if key is None or not params.get(key):
+        if not params.get(key):
             continue
         tagged = f"{term}_cost_dominates" in tags
         measured = means[term] != 0.0 and abs(means[term]) > DOMINANCE * task
-        new = _scaled(params, key, 0.5) if measured or tagged else None
-        if new is not None:
-            old, params[key] = params[key], new
+        change = _rescale(params, key, 0.5) if measured or tagged else None
+        if change:
             evidence = (
                 f"({means[term]:.3g}/step in training) outweighed the task terms ({task:.3g}/step)"
                 if measured
                 else "outweighed the task terms in the judged rollout"
             )
-            return f"The {term} penalty {evidence}: halved {key} {num(old)} -> {num(new)}."
+            return f"The {term} penalty {evidence}: halved {change}."
 
     for term in spec.bonuses:
         key = spec.weight_param(term)
-        if key is None or not params.get(key):
+        if not params.get(key):
             continue
         if "falls_early" in tags:
-            new = _scaled(params, key, 1.5)
-            if new is not None:
-                old, params[key] = params[key], new
+            change = _rescale(params, key, 1.5)
+            if change:
                 return (
-                    f"The policy fell early: raised the {term} bonus {key} {num(old)} -> "
-                    f"{num(new)} so staying up pays more."
+                    f"The policy fell early: raised the {term} bonus {change} so staying up "
+                    "pays more."
                 )
         elif means[term] > BONUS_DOMINANCE * task:
-            new = _scaled(params, key, 0.5)
-            if new is not None:
-                old, params[key] = params[key], new
+            change = _rescale(params, key, 0.5)
+            if change:
                 return (
                     f"The constant {term} bonus ({means[term]:.3g}/step) dwarfed the task terms "
-                    f"({task:.3g}/step), so standing still paid: halved {key} {num(old)} -> "
-                    f"{num(new)}."
+                    f"({task:.3g}/step), so standing still paid: halved {change}."
                 )
 
-    changed = []
-    for term in spec.task_terms:
-        key = spec.weight_param(term)
-        if key is None:
-            continue
-        new = _scaled(params, key, 1.5)
-        if new is not None:
-            changed.append(f"{key} {num(params[key])} -> {num(new)}")
-            params[key] = new
+    changed = [ch for t in spec.task_terms if (ch := _rescale(params, spec.weight_param(t), 1.5))]
     if changed:
         failing = [c.name for c in req.judgment.criteria if c.score < 1.0]
         why = f"criteria not met ({', '.join(failing)})" if failing else "score below threshold"

@@ -20,8 +20,6 @@ from activities.llm.providers.base import (
 )
 from activities.llm.providers.errors import reject_unsupported_media, translate_errors
 
-KEY_VARS = ("ANTHROPIC_API_KEY",)
-
 _STOP: dict[str, StopReason] = {
     "end_turn": "end",
     "stop_sequence": "end",
@@ -40,10 +38,10 @@ class AnthropicProvider:
         self,
         model: str,
         api_key: str,
-        base_url: str | None = None,
-        timeout_s: float = 300.0,
+        base_url: str | None,
+        timeout_s: float,
         *,
-        key_vars: tuple[str, ...] = KEY_VARS,
+        key_vars: tuple[str, ...],
     ) -> None:
         self.model = model
         self._key = api_key

@@ -64,13 +64,6 @@ class Usage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
 
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-        )
-
 
 StopReason = Literal["end", "tool_use", "max_tokens", "refusal", "other"]
 

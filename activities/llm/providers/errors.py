@@ -88,8 +88,7 @@ def _http_date_delay(value: str) -> float | None:
 
 def _google_retry_delay(body: object) -> float | None:
     # {"error": {"details": [{"@type": ".../google.rpc.RetryInfo", "retryDelay": "7s"}]}}
-    error = body.get("error", body) if isinstance(body, dict) else None
-    details = error.get("details") if isinstance(error, dict) else None
+    details = _error_object(body).get("details")
     for d in details if isinstance(details, list) else ():
         if isinstance(d, dict) and str(d.get("@type", "")).endswith("RetryInfo"):
             delay = str(d.get("retryDelay", ""))
@@ -162,11 +161,9 @@ def _provider_message(exc: BaseException) -> str | None:
     if isinstance(api_message, str) and api_message:
         return api_message
     body = getattr(exc, "body", None)  # openai keeps the inner "error" object as the body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        msg = inner.get("message") if isinstance(inner, dict) else None
-        if isinstance(msg, str) and msg:
-            return msg
+    msg = _error_object(body).get("message")
+    if isinstance(msg, str) and msg:
+        return msg
     if isinstance(body, str) and body.strip():
         return body
     msg = getattr(exc, "message", None)  # google.genai
@@ -176,6 +173,12 @@ def _provider_message(exc: BaseException) -> str | None:
 def _headers_of(exc: BaseException) -> Mapping[str, str] | None:
     headers = getattr(getattr(exc, "response", None), "headers", None)
     return headers if isinstance(headers, Mapping) else None
+
+
+def _error_object(body: object) -> dict[str, object]:
+    """The error object of a JSON error body, wrapped ({"error": {...}}) or bare; {} if none."""
+    error = body.get("error", body) if isinstance(body, dict) else None
+    return error if isinstance(error, dict) else {}
 
 
 def _body_of(exc: BaseException) -> object:
@@ -242,13 +245,8 @@ def _from_status(
 
 
 def _is_quota_exhausted(body: object) -> bool:
-    if not isinstance(body, dict):
-        return False
-    inner = body.get("error", body)
-    return isinstance(inner, dict) and "insufficient_quota" in (
-        inner.get("code"),
-        inner.get("type"),
-    )
+    error = _error_object(body)
+    return "insufficient_quota" in (error.get("code"), error.get("type"))
 
 
 def _is_invalid_google_key(status: int, body: object, message: str) -> bool:
@@ -284,11 +282,9 @@ def reject_unsupported_media(
         for media in m.media:
             if media.kind not in allowed:
                 supported = ", ".join(sorted(allowed)) or "none"
-                raise ApplicationError(
+                raise invalid_request(
                     f"{provider} does not accept {media.kind} input ({media.mime_type}); "
-                    f"supported media: {supported}",
-                    type=INVALID_REQUEST,
-                    non_retryable=True,
+                    f"supported media: {supported}"
                 )
 
 

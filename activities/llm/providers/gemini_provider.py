@@ -23,7 +23,6 @@ from activities.llm.providers.errors import (
     translate_errors,
 )
 
-KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 # v1beta: the Gemini API version with the full feature set (tools, system instructions,
 # JSON-schema parameters); this SDK version defaults to v1.
 API_VERSION = "v1beta"
@@ -54,10 +53,10 @@ class GeminiProvider:
         self,
         model: str,
         api_key: str,
-        base_url: str | None = None,
-        timeout_s: float = 300.0,
+        base_url: str | None,
+        timeout_s: float,
         *,
-        key_vars: tuple[str, ...] = KEY_VARS,
+        key_vars: tuple[str, ...],
     ) -> None:
         self.model = model
         self._key = api_key

@@ -22,9 +22,6 @@ from activities.llm.providers.base import (
 )
 from activities.llm.providers.errors import reject_unsupported_media, translate_errors
 
-KEY_VARS = ("OPENAI_API_KEY",)
-COMPATIBLE_KEY_VARS = ("POLICYFORGE_OPENAI_API_KEY",)
-
 # Reasoning models reject any temperature but the default.
 _NO_TEMPERATURE_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 
@@ -44,17 +41,17 @@ class OpenAIProvider:
         self,
         model: str,
         api_key: str,
-        base_url: str | None = None,
-        timeout_s: float = 300.0,
+        base_url: str | None,
+        timeout_s: float,
         *,
-        compatible: bool = False,
-        key_vars: tuple[str, ...] | None = None,
+        compatible: bool,
+        key_vars: tuple[str, ...],
     ) -> None:
         self.name = "openai-compatible" if compatible else "openai"
         self.model = model
         self._compatible = compatible
         self._key = api_key
-        self._key_vars = key_vars or (COMPATIBLE_KEY_VARS if compatible else KEY_VARS)
+        self._key_vars = key_vars
         # max_retries=0: Temporal owns retries (and their backoff, honouring Retry-After).
         self._client = openai.OpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
@@ -104,7 +101,6 @@ def to_openai_messages(messages: list[Message], system: str | None) -> list[dict
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for m in messages:
         if m.role == "tool":
-            # Chat Completions has no error flag on tool results; say it in the content.
             out += [
                 {
                     "role": "tool",
@@ -169,26 +165,25 @@ def _completion(reply: Any) -> Completion:
         stop = "refusal"
     else:
         stop = _STOP.get(choice.finish_reason or "", "other")
-    u = reply.usage
-    cached = 0
-    if u is not None and u.prompt_tokens_details is not None:
-        cached = u.prompt_tokens_details.cached_tokens or 0
-    usage = (
-        Usage(
-            # prompt_tokens includes cached ones; split them so the fields never overlap.
-            input_tokens=(u.prompt_tokens or 0) - cached,
-            output_tokens=u.completion_tokens or 0,
-            cache_read_tokens=cached,
-        )
-        if u is not None
-        else Usage()
-    )
     return Completion(
         text=msg.content or refusal or "",
         tool_calls=calls,
-        usage=usage,
+        usage=_usage(reply.usage),
         model=reply.model or "",
         stop_reason=stop,
+    )
+
+
+def _usage(u: Any) -> Usage:
+    if u is None:
+        return Usage()
+    details = u.prompt_tokens_details
+    cached = (details.cached_tokens if details is not None else 0) or 0
+    return Usage(
+        # prompt_tokens includes cached ones; split them so the fields never overlap.
+        input_tokens=(u.prompt_tokens or 0) - cached,
+        output_tokens=u.completion_tokens or 0,
+        cache_read_tokens=cached,
     )
 
 

@@ -13,8 +13,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.llm.providers.base import LLMProvider
 from activities.llm.providers.errors import AUTH_ERROR
+from workflows.models import OFFLINE_MODEL as OFFLINE
 
-OFFLINE = "offline"
 COMPATIBLE_PREFIX = "openai-compatible:"
 COMPATIBLE_BASE_URL_VAR = "POLICYFORGE_OPENAI_BASE_URL"
 COMPATIBLE_KEY_VAR = "POLICYFORGE_OPENAI_API_KEY"
@@ -107,7 +107,10 @@ def missing_key(model_name: str) -> str | None:
     """None when the model's key is set (or it needs none); else a one-line 'set X' message."""
     if model_name.strip().lower() == OFFLINE:
         return None
-    choice = resolve(model_name)
+    return _missing_key(resolve(model_name), model_name)
+
+
+def _missing_key(choice: ProviderChoice, model_name: str) -> str | None:
     if choice.provider == "openai-compatible" or _key(choice) is not None:
         return None
     return f"set {' or '.join(choice.key_vars)} to use {model_name.strip()} ({choice.provider})"
@@ -129,13 +132,10 @@ def timeout_s() -> float:
 def make_provider(model_name: str) -> LLMProvider:
     """The provider for `model_name`, configured from the environment."""
     choice = resolve(model_name)
-    key = _key(choice)
-    if key is None:
-        if choice.provider != "openai-compatible":
-            raise ApplicationError(
-                missing_key(model_name) or "missing API key", type=AUTH_ERROR, non_retryable=True
-            )
-        key = COMPATIBLE_PLACEHOLDER_KEY
+    missing = _missing_key(choice, model_name)
+    if missing:
+        raise ApplicationError(missing, type=AUTH_ERROR, non_retryable=True)
+    key = _key(choice) or COMPATIBLE_PLACEHOLDER_KEY
     base_url = _env(choice.base_url_var)
     timeout = timeout_s()
     if choice.provider == "anthropic":

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.artifacts import ArtifactStore, iteration_prefix, run_prefix
+from activities.artifacts import ArtifactStore, iteration_prefix
 from activities.judging.session_tools import session_tool
+from tests.builders import FORWARD_REWARD, run_record
 from workflows.models import (
     CriterionScore,
     IterationRecord,
     Judgment,
-    RunRecord,
     ToolCallRef,
     ToolOutcome,
     ToolRequest,
@@ -32,25 +32,7 @@ ENV_ID = "HalfCheetah-v5"
 DT = 0.05
 STEPS = 100  # 5 s
 
-REWARD_1 = """import numpy as np
-
-
-class RunForward(RewardFunction):
-    def compute(self, obs, action, next_obs, info):
-        terms = {
-            "forward": float(np.clip(info["x_velocity"], -10.0, 10.0)),
-            "ctrl": -0.1 * float(np.sum(np.square(action))),
-        }
-        return sum(terms.values()), terms
-
-    @property
-    def latex(self):
-        return r"r = v_x - 0.1 \\|a\\|^2"
-
-    @property
-    def terms(self):
-        return ["forward", "ctrl"]
-"""
+REWARD_1 = FORWARD_REWARD
 REWARD_2 = REWARD_1.replace("RunForward", "RunForwardUpright").replace("-0.1 *", "-0.3 *")
 
 CHECKPOINTS = {"25": 0.12, "50": 0.21, "100": 0.35}
@@ -117,10 +99,11 @@ class Session:
         store.put_text(self.history_key, body)
 
     def _iteration(self, n: int, code: str, speed: float, score: float) -> IterationRecord:
-        prefix = run_prefix(self.sid, n, "c0_default_seed_0")
+        run = run_record(self.sid, n, timesteps_done=20_480, score=score)
+        prefix = run.run_prefix
         reward_key = self.store.put_text(iteration_prefix(self.sid, n) + "reward_fn.py", code)
         npz, self.arrays[n] = _trajectory(speed)
-        trajectory_key = self.store.put_bytes(prefix + "trajectories/eval.npz", npz)
+        self.store.put_bytes(run.trajectory_key, npz)
         if n == 1:
             judgment = Judgment(
                 score=score,
@@ -160,18 +143,6 @@ class Session:
         }
         self.store.put_text(prefix + "summary.json", json.dumps(summary, indent=2))
         self.store.put_text(prefix + "metrics/scalars.jsonl", _scalars(20, 10.0 * n))
-        run = RunRecord(
-            run_name="c0_default_seed_0",
-            seed=0,
-            run_prefix=prefix,
-            model_key=prefix + "model.zip",
-            vecnormalize_key=prefix + "vecnormalize.pkl",
-            video_key=prefix + "videos/eval.mp4",
-            trajectory_key=trajectory_key,
-            timesteps_done=20_480,
-            score=score,
-            passed=False,
-        )
         return IterationRecord(
             iteration=n,
             reward_key=reward_key,

@@ -11,9 +11,11 @@ from activities.llm.activities import LLM_ACTIVITIES, author_reward, revise_rewa
 from workflows.models import (
     OFFLINE_LABEL,
     AuthorRequest,
+    AuthorResult,
     IterationEvidence,
     Judgment,
     ReviseRequest,
+    ReviseResult,
     TrainResult,
 )
 
@@ -33,11 +35,41 @@ def store(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return MemoryStore.objects
 
 
-def _author(prompt: str = "run forward as fast as possible", model: str = "offline"):
+PROMPT = "run forward as fast as possible"
+
+
+def _author(prompt: str = PROMPT, model: str = "offline") -> AuthorResult:
     req = AuthorRequest(
         session_id="sess", iteration=1, prompt=prompt, env_id="HalfCheetah-v5", llm_model=model
     )
     return ActivityEnvironment().run(author_reward, req)
+
+
+def _train(**fields) -> TrainResult:
+    return TrainResult(
+        run_prefix="p/",
+        model_key="m",
+        vecnormalize_key="v",
+        timesteps_done=2048,
+        term_means={"forward": -0.02, "ctrl": -0.3},
+        **fields,
+    )
+
+
+def _revise(first: AuthorResult, iteration: int, **fields) -> ReviseResult:
+    """The offline reviser's answer for `iteration`, after `first` authored iteration 1."""
+    req = ReviseRequest(
+        session_id="sess",
+        iteration=iteration,
+        prompt=PROMPT,
+        env_id="HalfCheetah-v5",
+        llm_model="offline",
+        criteria=first.criteria,
+        timesteps=2048,
+        timesteps_cap=4096,
+        **fields,
+    )
+    return ActivityEnvironment().run(revise_reward, req)
 
 
 def test_registered_names():
@@ -79,27 +111,13 @@ def test_author_refusals_are_non_retryable(store: dict[str, str], monkeypatch: p
 
 def test_revise_uploads_revised_code_for_the_next_iteration(store: dict[str, str]):
     first = _author()
-    req = ReviseRequest(
-        session_id="sess",
-        iteration=2,
-        prompt="run forward as fast as possible",
-        env_id="HalfCheetah-v5",
-        llm_model="offline",
+    out = _revise(
+        first,
+        2,
         reward=first.reward,
-        criteria=first.criteria,
         judgment=Judgment(score=0.1, passed=False, diagnosis="slow", failure_tags=["too_slow"]),
-        train=TrainResult(
-            run_prefix="p/",
-            model_key="m",
-            vecnormalize_key="v",
-            timesteps_done=2048,
-            term_means={"forward": -0.02, "ctrl": -0.3},
-            still_improving=True,
-        ),
-        timesteps=2048,
-        timesteps_cap=4096,
+        train=_train(still_improving=True),
     )
-    out = ActivityEnvironment().run(revise_reward, req)
     assert out.reward.key == "sessions/sess/iter_2/reward_fn.py"
     assert store[out.reward.key] != store[first.reward.key]
     assert out.reward.params["ctrl_weight"] == 0.05
@@ -111,41 +129,20 @@ def test_offline_revision_rebases_on_a_better_earlier_iteration(store):
     """Iteration 2 halved the control cost and did worse: iteration 3 starts from iteration 1's
     reward again, and says so."""
     first = _author()
-    train = TrainResult(
-        run_prefix="p/",
-        model_key="m",
-        vecnormalize_key="v",
-        timesteps_done=2048,
-        term_means={"forward": -0.02, "ctrl": -0.3},
-    )
+    train = _train()
     worse = first.reward.model_copy(
         update={
             "key": "sessions/sess/iter_2/reward_fn.py",
             "params": {**first.reward.params, "ctrl_weight": 0.05},
         }
     )
-    base = dict(
-        session_id="sess",
-        iteration=3,
-        prompt="run forward as fast as possible",
-        env_id="HalfCheetah-v5",
-        llm_model="offline",
-        criteria=first.criteria,
-        train=train,
-        timesteps=2048,
-        timesteps_cap=4096,
-    )
     good = Judgment(score=0.5, passed=False, diagnosis="ok")
     bad = Judgment(score=0.2, passed=False, diagnosis="worse")
     best = IterationEvidence(iteration=1, reward=first.reward, judgment=good, train=train)
-    rebased = ActivityEnvironment().run(
-        revise_reward, ReviseRequest(reward=worse, judgment=bad, best=best, **base)
-    )
+    rebased = _revise(first, 3, reward=worse, judgment=bad, train=train, best=best)
     assert rebased.base_iteration == 1
     assert rebased.changes.startswith("Rebased on iteration 1 (score 0.50; the last scored 0.20)")
     # Revised from iteration 1's parameters (ctrl 0.1 -> 0.05), not from iteration 2's 0.05.
     assert rebased.reward.params["ctrl_weight"] == 0.05
-    onward = ActivityEnvironment().run(
-        revise_reward, ReviseRequest(reward=worse, judgment=bad, **base)
-    )
+    onward = _revise(first, 3, reward=worse, judgment=bad, train=train)
     assert onward.base_iteration == 2 and onward.reward.params["ctrl_weight"] == 0.025

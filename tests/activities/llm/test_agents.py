@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from temporalio.exceptions import ApplicationError
 
@@ -19,12 +17,6 @@ CODE = (
     "class R(RewardFunction):\n    def compute(self, obs, action, next_obs, info):\n"
     "        return 1.0, {'alive': 1.0}\n"
 )
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as s:
-        yield s
 
 
 @pytest.fixture

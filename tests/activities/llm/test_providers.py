@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -94,12 +94,6 @@ PNG = base64.b64decode(
 def _b64(text: str) -> bytes:
     # google-genai writes bytes URL-safe; the APIs accept either alphabet.
     return base64.b64decode(text.replace("-", "+").replace("_", "/"))
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as s:
-        yield s
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.artifacts import ArtifactStore, iteration_prefix, run_prefix
 from activities.judging.session_tools import session_tool
 from activities.llm.activities import revise_reward
+from tests.builders import FORWARD_REWARD, RUN_NAME, run_record
 from tests.fakes.llm_server import FakeLLMServer, Recorded, Tools
 from workflows.models import (
     Criterion,
@@ -32,7 +32,6 @@ from workflows.models import (
     ReviseRequest,
     ReviseResult,
     RewardArtifact,
-    RunRecord,
     ToolRequest,
     TrainResult,
 )
@@ -59,25 +58,7 @@ ENV_ID = "HalfCheetah-v5"
 PROMPT = "run forward as fast as possible"
 REVISER_TOOLS = ["read_reward", "read_judgment", "read_training", "trajectory_stats"]
 
-REWARD_1 = """import numpy as np
-
-
-class RunForward(RewardFunction):
-    def compute(self, obs, action, next_obs, info):
-        terms = {
-            "forward": float(np.clip(info["x_velocity"], -10.0, 10.0)),
-            "ctrl": -0.1 * float(np.sum(np.square(action))),
-        }
-        return sum(terms.values()), terms
-
-    @property
-    def latex(self):
-        return r"r = v_x - 0.1 \\|a\\|^2"
-
-    @property
-    def terms(self):
-        return ["forward", "ctrl"]
-"""
+REWARD_1 = FORWARD_REWARD
 # Iteration 2 tripled the control cost and did worse.
 REWARD_2 = REWARD_1.replace("-0.1 *", "-0.3 *").replace("0.1 \\\\|", "0.3 \\\\|")
 # The revision: back to iteration 1's reward with a gentler control cost.
@@ -145,7 +126,7 @@ def _judgment(speed: float, score: float) -> Judgment:
 
 
 def _train(sid: str, n: int, ret: float) -> TrainResult:
-    prefix = run_prefix(sid, n, "c0_default_seed_0")
+    prefix = run_prefix(sid, n, RUN_NAME)
     return TrainResult(
         run_prefix=prefix,
         model_key=prefix + "model.zip",
@@ -160,18 +141,11 @@ def _train(sid: str, n: int, ret: float) -> TrainResult:
     )
 
 
-def _record(n: int, reward: RewardArtifact, judgment: Judgment, train: TrainResult) -> Any:
-    run = RunRecord(
-        run_name="c0_default_seed_0",
-        seed=0,
-        run_prefix=train.run_prefix,
-        model_key=train.model_key,
-        vecnormalize_key=train.vecnormalize_key,
-        video_key=train.run_prefix + "videos/eval.mp4",
-        trajectory_key=train.run_prefix + "trajectories/eval.npz",
-        timesteps_done=train.timesteps_done,
-        score=judgment.score,
-        passed=judgment.passed,
+def _record(
+    sid: str, n: int, reward: RewardArtifact, judgment: Judgment, train: TrainResult
+) -> IterationRecord:
+    run = run_record(
+        sid, n, timesteps_done=train.timesteps_done, score=judgment.score, passed=judgment.passed
     )
     return IterationRecord(
         iteration=n,
@@ -222,18 +196,12 @@ def _request(store: ArtifactStore, provider: str) -> ReviseRequest:
         train=last.train,
         timesteps=50_000,
         timesteps_cap=100_000,
-        history=[_record(e.iteration, e.reward, e.judgment, e.train) for e in evidence],
+        history=[_record(sid, e.iteration, e.reward, e.judgment, e.train) for e in evidence],
         best=best,
     )
 
 
 # --- fixtures ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as s:
-        yield s
 
 
 @pytest.fixture

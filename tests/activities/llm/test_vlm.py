@@ -40,13 +40,13 @@ def test_frames_are_spread_over_the_episode(tmp_path):
 
 
 @pytest.fixture
-def server(monkeypatch):
-    with FakeLLMServer() as s:
-        monkeypatch.setenv("GEMINI_API_KEY", "g-key")
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", s.base_url("gemini"))
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "a-key")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", s.base_url("anthropic"))
-        yield s
+def fake(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> FakeLLMServer:
+    server.reset()
+    monkeypatch.setenv("GEMINI_API_KEY", "g-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url("gemini"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "a-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url("anthropic"))
+    return server
 
 
 VERDICTS = {
@@ -57,9 +57,9 @@ VERDICTS = {
 }
 
 
-def test_gemini_watches_the_video(s3, server, tmp_path):
+def test_gemini_watches_the_video(s3, fake, tmp_path):
     key = ArtifactStore().put_bytes("sessions/v/iter_1/r/videos/eval.mp4", video(tmp_path))
-    server.push("gemini", Tools([("submit_visual_judgment", VERDICTS)]))
+    fake.push("gemini", Tools([("submit_visual_judgment", VERDICTS)]))
     req = VlmJudgeRequest(
         session_id="v", prompt="run forward", llm_model="gemini-2.5-pro", video_key=key,
         criteria=CRITERIA,
@@ -67,13 +67,13 @@ def test_gemini_watches_the_video(s3, server, tmp_path):
     judged = ActivityEnvironment().run(vlm_judge, req)
     assert judged.shown == "video" and judged.score == pytest.approx(0.75)
     assert [v.verdict for v in judged.verdicts] == ["met", "partly"]
-    body = json.dumps(server.requests_for("gemini")[0].body)
+    body = json.dumps(fake.requests_for("gemini")[0].body)
     assert "video/mp4" in body
 
 
-def test_claude_sees_frames_and_a_missing_verdict_is_not_met(s3, server, tmp_path):
+def test_claude_sees_frames_and_a_missing_verdict_is_not_met(s3, fake, tmp_path):
     key = ArtifactStore().put_bytes("sessions/v/iter_1/r/videos/eval.mp4", video(tmp_path))
-    server.push(
+    fake.push(
         "anthropic", Tools([("submit_visual_judgment", {"verdicts": VERDICTS["verdicts"][:1]})])
     )
     req = VlmJudgeRequest(
@@ -82,15 +82,15 @@ def test_claude_sees_frames_and_a_missing_verdict_is_not_met(s3, server, tmp_pat
     )  # fmt: skip
     judged = ActivityEnvironment().run(vlm_judge, req)
     assert judged.shown == "6 frames" and judged.verdicts[1].verdict == "not_met"
-    content = server.requests_for("anthropic")[0].body["messages"][0]["content"]
+    content = fake.requests_for("anthropic")[0].body["messages"][0]["content"]
     images = [part for part in content if part.get("type") == "image"]
     assert len(images) == 6
     assert base64.b64decode(images[0]["source"]["data"])[:2] == b"\xff\xd8"
 
 
-def test_visual_criteria_from_the_intent(server):
+def test_visual_criteria_from_the_intent(fake):
     items = [{"name": "moves", "look_for": "x"}, {"name": "upright", "look_for": "y"}]
-    server.push("anthropic", Tools([("submit_visual_criteria", {"criteria": items})]))
+    fake.push("anthropic", Tools([("submit_visual_criteria", {"criteria": items})]))
     req = VisualCriteriaRequest(session_id="v", prompt="run forward", llm_model="claude-sonnet-4-6")
     out = ActivityEnvironment().run(vlm_criteria, req)
     assert [c.name for c in out.criteria] == ["moves", "upright"] and out.usage is not None

@@ -1,0 +1,69 @@
+"""Test data that several test modules build: a reward module's source, a run's record, and a
+session started on the worker pools' task queues."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+
+from activities.artifacts import run_prefix
+from workflows.models import RunRecord, SessionResult, task_queue
+from workflows.session import SessionWorkflow
+
+# A reward module as the LLM agents write one: forward speed minus a control cost, with its LaTeX
+# and its terms. Tests derive their revisions from it with str.replace.
+FORWARD_REWARD = """import numpy as np
+
+
+class RunForward(RewardFunction):
+    def compute(self, obs, action, next_obs, info):
+        terms = {
+            "forward": float(np.clip(info["x_velocity"], -10.0, 10.0)),
+            "ctrl": -0.1 * float(np.sum(np.square(action))),
+        }
+        return sum(terms.values()), terms
+
+    @property
+    def latex(self):
+        return r"r = v_x - 0.1 \\|a\\|^2"
+
+    @property
+    def terms(self):
+        return ["forward", "ctrl"]
+"""
+
+RUN_NAME = "c0_default_seed_0"
+
+
+def run_record(
+    session_id: str, iteration: int, *, timesteps_done: int, score: float, passed: bool = False
+) -> RunRecord:
+    """An iteration's first run, its files named where training and evaluation put them."""
+    prefix = run_prefix(session_id, iteration, RUN_NAME)
+    return RunRecord(
+        run_name=RUN_NAME,
+        seed=0,
+        run_prefix=prefix,
+        model_key=prefix + "model.zip",
+        vecnormalize_key=prefix + "vecnormalize.pkl",
+        video_key=prefix + "videos/eval.mp4",
+        trajectory_key=prefix + "trajectories/eval.npz",
+        timesteps_done=timesteps_done,
+        score=score,
+        passed=passed,
+    )
+
+
+async def start_session(
+    client: Client, queue_prefix: str, **inputs: Any
+) -> WorkflowHandle[SessionWorkflow, SessionResult]:
+    """A SessionWorkflow started on the llm queue of `queue_prefix`, its pools told that prefix."""
+    return await client.start_workflow(
+        SessionWorkflow.run,
+        {**inputs, "queue_prefix": queue_prefix},
+        id=f"{queue_prefix}-{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue("llm", queue_prefix),
+        result_type=SessionResult,
+    )
