@@ -69,11 +69,14 @@ class CheckpointCallback(BaseCallback):
         )
 
 
-def resume(resume_dir: Path, venv: VecEnv, scalars: Path) -> tuple[PPO, VecNormalize]:
-    """The checkpoint's model and normaliser on fresh envs; its scalars copied to `scalars`."""
+def resume(
+    resume_dir: Path, venv: VecEnv, scalars: Path, algo: type[BaseAlgorithm] = PPO
+) -> tuple[BaseAlgorithm, VecNormalize]:
+    """The checkpoint's model and normaliser on fresh envs; its scalars copied to `scalars`, so
+    the resumed run's metrics go on from the checkpoint's."""
     vecnorm = VecNormalize.load(str(resume_dir / "vecnormalize.pkl"), venv)
     vecnorm.training = True
-    model = PPO.load(str(resume_dir / "model.zip"), env=vecnorm, device="cpu")
+    model = algo.load(str(resume_dir / "model.zip"), env=vecnorm, device="cpu")
     model.set_logger(Logger(folder=None, output_formats=[]))
     if (resume_dir / "scalars.jsonl").exists():
         scalars.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import VecNormalize
 
-from activities.training.checkpoints import next_multiple
+from activities.training.checkpoints import next_multiple, resume
 from activities.training.ppo import (
     Emit,
     MetricsCallback,
@@ -109,9 +109,8 @@ def train(
     scalars = out_dir / "metrics" / "scalars.jsonl"
     resumed_from: int | None = None
     if resume_dir is not None:
-        venv = VecNormalize.load(str(resume_dir / "vecnormalize.pkl"), envs)
-        model = ALGOS[algo].load(str(resume_dir / "model.zip"), env=venv, device="cpu")
-        model.set_logger(Logger(folder=None, output_formats=[]))
+        # Like PPO's: the metrics written before the checkpoint carry on in this run's file.
+        model, venv = resume(resume_dir, envs, scalars, ALGOS[algo])
         resumed_from = int(model.num_timesteps)
         emit({"event": "resumed", "timesteps": resumed_from})
     else:

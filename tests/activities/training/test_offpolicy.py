@@ -34,3 +34,27 @@ async def test_off_policy_run_trains_evaluates_and_replays(tmp_path, algo, cls):
     )
     result = await run_child("evaluate", evaluate, tmp_path, timeout_s=120)
     assert result["episode_length"] == 20
+
+
+async def test_a_resumed_off_policy_run_keeps_the_metrics_before_its_checkpoint(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    train = ChildRequest(
+        env_id="HalfCheetah-v5",
+        reward_source=RUN_FORWARD,
+        timesteps=600,
+        algo="sac",
+        checkpoint_every=300,
+    )
+    await run_child("train", train, first, timeout_s=300)
+    checkpoint = first / "checkpoints" / "step_300"
+    before = (checkpoint / "scalars.jsonl").read_text().splitlines()
+    assert before, "the checkpoint holds the metrics so far"
+
+    again = train.model_copy(update={"resume_dir": str(checkpoint)})
+    summary = await run_child("train", again, second, timeout_s=300)
+    assert summary["resumed_from_timesteps"] == 300 and summary["timesteps_done"] >= 600
+    after = (second / "metrics/scalars.jsonl").read_text().splitlines()
+    # The resumed run's metrics go on from the checkpoint's: earlier lines first, then more.
+    assert after[: len(before)] == before and len(after) > len(before)
+    steps = [json.loads(line)["timesteps"] for line in after]
+    assert steps == sorted(steps) and steps[-1] >= 600
