@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         else:
             steer_cmd.add_argument("iterations", type=int)
     bench = sub.add_parser(
-        "bench-sandbox", help="what the sandbox's guards cost: guarded vs unguarded, one run"
+        "bench-sandbox", help="what the sandbox costs: sandboxed vs in-process unguarded, one run"
     )
     bench.add_argument("--env", default="HalfCheetah-v5", dest="env_id")
     bench.add_argument("--timesteps", type=int, default=50_000, help="PPO steps per run")
@@ -346,7 +346,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     except RewardLoadError as exc:
         raise SystemExit(f"error: {exc}") from None
     console.print(f"done in {summary.get('wall_seconds', 0):.0f}s; outputs in {out}/")
-    for name in ("model.zip", "vecnormalize.pkl", "videos/eval.mp4", "trajectories/eval.npz"):
+    for name in ("model.zip", "vecnormalize.npz", "videos/eval.mp4", "trajectories/eval.npz"):
         if (out / name).exists():
             console.print(f"  {out / name}")
 
@@ -396,9 +396,11 @@ def cmd_check(args: argparse.Namespace) -> None:
                 out = check_judge(args.file, args.env_id, args.steps, Path(scratch), args.reward)
         except CheckFailed as exc:
             raise SystemExit(f"error: {exc}") from None
+    from activities.sandbox.layers import describe
+
+    console.print(f"{args.file}: OK on {args.env_id} ({out['steps']} random-action steps)")
     console.print(
-        f"{args.file}: OK on {args.env_id} ({out['steps']} random-action steps in the sandbox: "
-        f"{', '.join(out.get('sandbox', [])) or 'no OS limits'})"
+        "  sandbox layers: " + describe(out.get("sandbox", []), out.get("sandbox_missing", {}))
     )
     if args.command == "check-reward":
         console.print("  term              mean |value| per step")
@@ -477,6 +479,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None) -> None:
+    from activities.sandbox.os_limits import mark_not_dumpable
+
+    # The CLI may hold provider keys: no same-uid process may read its memory or environ.
+    mark_not_dumpable()
     args = _parser().parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     from workers.logs import configure_logging

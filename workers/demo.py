@@ -83,7 +83,7 @@ def _save_outputs(result, out: Path) -> list[Path]:
     run = result.best.best_run
     wanted = {
         "policy.zip": run.model_key,
-        "vecnormalize.pkl": run.vecnormalize_key,
+        "vecnormalize.npz": run.vecnormalize_key,
         "eval.mp4": run.video_key,
         "eval.npz": run.trajectory_key,
         "reward_fn.py": result.best.reward_key,

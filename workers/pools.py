@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
+import structlog
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -71,10 +72,32 @@ POOLS: dict[str, Callable[[Client, Settings], Worker]] = {
 }
 
 
+async def log_sandbox_layers(names: list[str]) -> None:
+    """Pools that run generated code probe the sandbox's layers at start and say which hold;
+    a missing required layer is logged as the one-line refusal every such run will get."""
+    if not {"train", "judge"} & set(names):
+        return
+    from activities.sandbox import layers
+    from activities.sandbox.client import probe
+
+    log = structlog.get_logger()
+    applied, missing = await asyncio.to_thread(probe)
+    refused = layers.refusal(missing)
+    if refused:
+        log.error("sandbox refuses generated code", reason=refused, applied=applied)
+    else:
+        log.info("sandbox layers", applied=applied, missing=missing or None)
+
+
 async def run_pools(
     client: Client, settings: Settings, names: list[str], *, handle_signals: bool = True
 ) -> None:
     """Run the named pools until SIGINT/SIGTERM (or cancellation), then shut down gracefully."""
+    from activities.sandbox.os_limits import mark_not_dumpable
+
+    # Workers hold keys and credentials: no same-uid process may read or trace them.
+    mark_not_dumpable()
+    await log_sandbox_layers(names)
     workers = [POOLS[name](client, settings) for name in names]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

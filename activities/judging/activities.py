@@ -19,7 +19,7 @@ from activities.judging.code_judge import judge_trajectory
 from activities.judging.session_tools import session_tool
 from activities.logs import activity_logger
 from activities.training.protocol import ChildFailed, ChildRequest
-from activities.training.supervisor import run_child
+from activities.training.supervisor import run_child, sandbox_refused
 from workflows.models import CriterionScore, JudgeRequest, Judgment
 
 _TRAJECTORY_DIR = "/trajectories/"
@@ -145,6 +145,8 @@ async def _judge_with_code(
                 timeout_is_reward_fault=True,
             )
         except ChildFailed as exc:
+            if refused := sandbox_refused(exc):
+                raise refused from None
             # The judge code passed validation on a random episode; failing on this one is a
             # fault of the code, which retrying cannot fix.
             raise ApplicationError(

@@ -1,4 +1,7 @@
-"""Loading LLM-written judge code and checking what it returns: run inside a child process only.
+"""Loading LLM-written judge code and checking what it returns.
+
+`load_judge` runs only in the sandbox process (`activities.sandbox.host`); `check_judgment` runs
+there and again on the trusted side, which never takes the sandbox's word for the format.
 
 The contract (DESIGN.md): `judge_fn(trajectory) -> {"score": float in [0, 1], "criteria":
 {name: score}, "diagnosis": str, "failure_tags": [str]}`; the trajectory is a dict of read-only
@@ -31,11 +34,18 @@ def judge_budget_s() -> float:
     return guards.budget_from_env("POLICYFORGE_SANDBOX_JUDGE_CALL_S", JUDGE_CALL_BUDGET_S)
 
 
-def load_judge(source: str, filename: str = "judge_fn.py") -> Callable[[dict], Any]:
-    """judge_fn from generated code, loaded in the sandbox and wrapped in its time budget."""
+def load_judge(
+    source: str, filename: str = "judge_fn.py", *, python_layers: bool = True
+) -> Callable[[dict], Any]:
+    """judge_fn from generated code, loaded through the Python layers (python_layers=False, for
+    tests only, uses plain exec) and wrapped in its time budget. Called in the sandbox process."""
     guards.register_generated_file(filename)
     try:
-        namespace = exec_untrusted(source, filename, {})
+        if python_layers:
+            namespace = exec_untrusted(source, filename, {})
+        else:
+            namespace = {"__name__": "judge_module"}
+            exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - tests only
     except SandboxViolation as exc:
         raise JudgeLoadError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - any failure of generated code is reported

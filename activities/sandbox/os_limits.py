@@ -1,10 +1,11 @@
-"""The OS layer, applied at the start of the child process that runs generated code.
+"""Limits of the runner process (trusted code: trainer, evaluator) and of the workers.
 
-The supervisor already gives the child an environment without secrets, a scratch working
-directory and its own process group. Here the child limits itself: address space, file size,
-CPU time for short modes, no core dumps; a network namespace of its own (no interfaces but a
-down loopback) where the kernel allows, and a seccomp filter that refuses to start programs,
-fork processes or open network sockets (threads still work).
+Generated code runs elsewhere, in the sandbox process (`confine.py` holds its layers). The
+runner still limits itself, as a second line: address space, file size, CPU time for short
+modes, no core dumps; a network namespace of its own where the kernel allows, and a seccomp
+filter that refuses to start programs, fork processes or open network sockets (after it has
+started its sandbox). Workers and runners mark themselves non-dumpable, so that no process of
+the same uid can read their memory or /proc/<pid>/environ or trace them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ class Confinement:
 
     applied: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+
+
+PR_SET_DUMPABLE = 4
+
+
+def mark_not_dumpable() -> bool:
+    """No core dumps, no ptrace and no /proc/<pid>/{environ,mem} for other same-uid processes."""
+    return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
 
 
 def _memory_mb() -> int:

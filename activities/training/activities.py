@@ -24,7 +24,7 @@ from activities.artifacts import ArtifactStore, run_prefix
 from activities.logs import activity_logger
 from activities.training.presets import config_variants
 from activities.training.protocol import CHECKPOINT_FILES, ChildFailed, ChildRequest, Mode
-from activities.training.supervisor import run_child
+from activities.training.supervisor import run_child, sandbox_refused
 from workflows.models import (
     EvalRequest,
     EvalResult,
@@ -44,7 +44,7 @@ EVAL_CHECKPOINT_EPISODES = 5
 HEARTBEAT_EVERY_S = 10.0
 
 # Files of a training run uploaded under its run prefix.
-TRAIN_OUTPUTS = ("model.zip", "vecnormalize.pkl", "metrics/scalars.jsonl", "summary.json")
+TRAIN_OUTPUTS = ("model.zip", "vecnormalize.npz", "metrics/scalars.jsonl", "summary.json")
 
 
 def _filename(key: str) -> str:
@@ -98,6 +98,8 @@ async def _heartbeating(details: Callable[[], Any] | None = None) -> AsyncIterat
 
 
 def _failure(exc: ChildFailed) -> ApplicationError:
+    if refused := sandbox_refused(exc):
+        return refused
     # Reward code at fault: retrying runs the same code again, so the workflow must revise it.
     return ApplicationError(
         exc.message,
@@ -122,6 +124,8 @@ async def _validate(mode: Mode, child: ChildRequest) -> dict[str, Any] | str:
                     timeout_is_reward_fault=True,
                 )
         except ChildFailed as exc:
+            if refused := sandbox_refused(exc):
+                raise refused from None
             if not exc.reward_fault:
                 raise ApplicationError(exc.message, type="ValidationFailed") from None
             return exc.message
@@ -243,7 +247,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         elif req.init_model_key and req.init_vecnormalize_key:
             init = Path(tmp) / "init"
             await _download(store, req.init_model_key, init / "model.zip")
-            await _download(store, req.init_vecnormalize_key, init / "vecnormalize.pkl")
+            await _download(store, req.init_vecnormalize_key, init / "vecnormalize.npz")
             child = child.model_copy(update={"init_dir": str(init)})
             log.info("warm start", model=req.init_model_key)
 
@@ -296,7 +300,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
     return TrainResult(
         run_prefix=prefix,
         model_key=prefix + "model.zip",
-        vecnormalize_key=prefix + "vecnormalize.pkl",
+        vecnormalize_key=prefix + "vecnormalize.npz",
         timesteps_done=int(summary["timesteps_done"]),
         mean_episode_return=summary["mean_episode_return"],
         mean_env_return=summary["mean_env_return"],
@@ -318,7 +322,7 @@ async def evaluate_policy(req: EvalRequest) -> EvalResult:
         out = Path(tmp) / "out"
         model = await _download(store, req.model_key, Path(tmp) / "in" / "model.zip")
         vecnorm = await _download(
-            store, req.vecnormalize_key, Path(tmp) / "in" / "vecnormalize.pkl"
+            store, req.vecnormalize_key, Path(tmp) / "in" / "vecnormalize.npz"
         )
         child = ChildRequest(
             env_id=req.env_id,

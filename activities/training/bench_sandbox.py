@@ -1,10 +1,11 @@
-"""`policyforge bench-sandbox`: what the sandbox's runtime guards cost, side by side in one run.
+"""`policyforge bench-sandbox`: what the sandbox costs, side by side in one run.
 
 The same reward function ("run forward": x velocity minus 0.1 |a|^2) runs guarded (the
-sandbox: restricted exec, read-only copies, per-call time budget, result checks) and unguarded
-(plain exec, called directly, as reward-design tools usually do), in the same confined child
-process, alternating, for (a) random-action env steps, which isolates the per-step cost, and
-(b) PPO training, which is what a session pays.
+sandbox: a separate, confined process reached by one round trip per vector step, with the
+Python layers and runtime guards inside) and unguarded (plain exec in the runner, called
+directly, as reward-design tools usually do), alternating, for (a) random-action env steps,
+one round trip per step, which isolates the per-step cost, and (b) PPO training, which is what a
+session pays.
 """
 
 from __future__ import annotations

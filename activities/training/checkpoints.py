@@ -2,10 +2,11 @@
 
 Every `every` timesteps, right after a PPO update (so every counted step has been trained on),
 the child writes `checkpoints/step_<n>/` with model.zip (policy, optimizer state and the
-timestep counter), vecnormalize.pkl (observation and return statistics) and scalars.jsonl so
+timestep counter), vecnormalize.npz (observation and return statistics) and scalars.jsonl so
 far, then emits {"event": "checkpoint", "timesteps": n, "dir": ...}. The activity uploads it
 to S3 and heartbeats its key; a retried activity downloads it and passes it back as
-`resume_dir`, and training continues from that counter.
+`resume_dir`, and training continues from that counter. Files are written and read by
+`policy_io`: nothing in them is unpickled, so a tampered checkpoint cannot run code here.
 """
 
 from __future__ import annotations
@@ -20,19 +21,13 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from activities.training.policy_io import load_model, load_vecnormalize, load_weights
+from activities.training.policy_io import save_policy as save_policy
+
 
 def next_multiple(n: int, every: int) -> int:
     """The first multiple of `every` after `n`: where a periodic callback fires next."""
     return (n // every + 1) * every
-
-
-def save_policy(model: BaseAlgorithm, folder: Path) -> None:
-    """model.zip, and vecnormalize.pkl when the model has one: what resume and evaluate load."""
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save(folder / "model.zip")
-    venv = model.get_vec_normalize_env()
-    if venv is not None:
-        venv.save(str(folder / "vecnormalize.pkl"))
 
 
 class CheckpointCallback(BaseCallback):
@@ -70,13 +65,21 @@ class CheckpointCallback(BaseCallback):
 
 
 def resume(
-    resume_dir: Path, venv: VecEnv, scalars: Path, algo: type[BaseAlgorithm] = PPO
+    resume_dir: Path,
+    venv: VecEnv,
+    scalars: Path,
+    algo: str,
+    build: Callable[[VecNormalize], BaseAlgorithm],
 ) -> tuple[BaseAlgorithm, VecNormalize]:
     """The checkpoint's model and normaliser on fresh envs; its scalars copied to `scalars`, so
-    the resumed run's metrics go on from the checkpoint's."""
-    vecnorm = VecNormalize.load(str(resume_dir / "vecnormalize.pkl"), venv)
+    the resumed run's metrics go on from the checkpoint's.
+
+    `build` makes the model from the run's own settings (hyperparameters and schedules are
+    code, not data read from the checkpoint); the checkpoint supplies the weights, optimizer
+    states and counters."""
+    vecnorm = load_vecnormalize(resume_dir / "vecnormalize.npz", venv)
     vecnorm.training = True
-    model = algo.load(str(resume_dir / "model.zip"), env=vecnorm, device="cpu")
+    model = load_model(algo, resume_dir / "model.zip", vecnorm, build=build)
     model.set_logger(Logger(folder=None, output_formats=[]))
     if (resume_dir / "scalars.jsonl").exists():
         scalars.parent.mkdir(parents=True, exist_ok=True)
@@ -87,11 +90,15 @@ def resume(
 def warm_start(model: PPO, venv: VecNormalize, init_dir: Path) -> bool:
     """Start from a previous run's weights and normaliser statistics, keeping this run's own
     hyperparameters and a fresh timestep counter. False (and a fresh policy) when the networks
-    differ in shape, e.g. a config with a wider net."""
+    differ, e.g. a config with a wider net, or the files are not a policyforge policy."""
     try:
-        model.set_parameters(str(init_dir / "model.zip"), exact_match=True, device="cpu")
-    except (RuntimeError, ValueError):
+        loaded = load_vecnormalize(init_dir / "vecnormalize.npz", venv.venv)
+        if loaded.norm_obs != venv.norm_obs:
+            return False
+        load_weights(model, init_dir / "model.zip")
+    except ValueError:
         return False
-    loaded = VecNormalize.load(str(init_dir / "vecnormalize.pkl"), venv.venv)
-    venv.obs_rms, venv.ret_rms = loaded.obs_rms, loaded.ret_rms
+    if venv.norm_obs:
+        venv.obs_rms = loaded.obs_rms
+    venv.ret_rms = loaded.ret_rms
     return True

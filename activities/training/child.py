@@ -1,13 +1,16 @@
-"""The child process where reward code runs: never import this module in a worker process.
+"""The runner of a validation, training, evaluation or judging run: trusted code only.
 
     python -m activities.training.child MODE --request REQ.json --out DIR
 
 MODE: validate, train, evaluate (reward code), validate_judge, judge (judge code).
 
+Generated code never runs in this process: the runner starts a sandbox process
+(`activities.sandbox.host`, confined by the OS layers) and hands it transitions to score or
+trajectories to judge, so nothing the code does can reach the trainer, its objects or its files.
 Progress goes to stdout as JSON lines ({"event": "progress", "timesteps": N, "mean_return": x});
-the outcome goes to DIR/result.json (see activities/training/protocol.py). On failure the child
-writes a one-line error to result.json and stderr and exits 1. Anything the reward code prints
-goes to stderr, so it cannot corrupt the progress stream.
+the outcome goes to DIR/result.json (see activities/training/protocol.py), written by this
+process only: the sandbox cannot reach DIR. On failure the runner writes a one-line error to
+result.json and stderr and exits 1.
 """
 
 from __future__ import annotations
@@ -21,11 +24,15 @@ import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any
 
-from activities.sandbox import guards
-from activities.sandbox.os_limits import confine
+from activities.sandbox.layers import SandboxUnavailable
+from activities.sandbox.os_limits import confine, mark_not_dumpable
 from activities.training.protocol import RESULT_FILE, ChildRequest
+
+if TYPE_CHECKING:
+    from activities.sandbox.client import SandboxClient
+    from activities.training.reward_runtime import Rewards
 
 EXIT_FAILED = 1
 
@@ -40,6 +47,7 @@ def _protocol_stream() -> IO[str]:
 
 
 SHORT_MODES = ("validate", "validate_judge", "judge")
+SHORT_MODE_SANDBOX_CPU_S = 300
 
 
 def _die_with_parent() -> None:
@@ -74,7 +82,7 @@ def _preload(mode: str) -> None:
 
 
 def _code_error(exc: BaseException, filenames: tuple[str, ...]) -> str | None:
-    """'reward_fn.py line 12: ZeroDivisionError: ...' when generated code raised, else None."""
+    """'reward_fn.py line 12: ZeroDivisionError: ...' when generated code failed, else None."""
     from activities.judging.judge_runtime import JudgeLoadError
     from activities.training.reward_runtime import RewardLoadError
 
@@ -92,36 +100,57 @@ def _one_line(text: str, limit: int = 500) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def run(
-    mode: str, req: ChildRequest, out: Path, emit: Callable[[dict[str, Any]], None]
-) -> dict[str, Any]:
-    from activities.training.reward_runtime import load_reward
+def _bench_sources() -> tuple[str, ...]:
+    from activities.training.bench import RUN_FORWARD
 
-    if mode == "judge":
-        return _judge(req)
-    if mode in ("train", "evaluate"):  # the others need no torch: skip its import (1-2 s)
-        import torch
+    return (RUN_FORWARD,)
 
-        # One core per run: a second torch thread gives nothing and collapses under load.
-        torch.set_num_threads(1)
+
+def _rewards(mode: str, req: ChildRequest, box: SandboxClient | None) -> Rewards:
+    """The session's reward: in the sandbox; in-process only for the benchmark's own reward."""
+    from activities.sandbox.client import SandboxRewards
+    from activities.training.reward_runtime import LocalRewards, load_reward
+
     source = req.reward_source
     if source is None:
         if req.reward_path is None:
             raise ValueError(f"{mode} needs reward_source or reward_path")
         source = Path(req.reward_path).read_text()
     # Validation rejects a NaN reward outright; training zeroes and counts the odd one.
-    reward = load_reward(
-        source, req.reward_filename, strict=mode == "validate", guarded=not req.unguarded
+    strict = mode == "validate"
+    if req.unguarded:
+        if source not in _bench_sources():
+            raise ValueError("unguarded runs take only bench-sandbox's own reward")
+        return LocalRewards(load_reward(source, req.reward_filename, strict=strict, guarded=False))
+    assert box is not None
+    return SandboxRewards(
+        box, source, req.reward_filename, strict=strict, python_layers=req.python_layers
     )
 
+
+def run(
+    mode: str,
+    req: ChildRequest,
+    out: Path,
+    emit: Callable[[dict[str, Any]], None],
+    box: SandboxClient | None,
+) -> dict[str, Any]:
+    if mode == "judge":
+        assert box is not None
+        return _judge(req, box)
+    if mode in ("train", "evaluate"):  # the others need no torch: skip its import (1-2 s)
+        import torch
+
+        # One core per run: a second torch thread gives nothing and collapses under load.
+        torch.set_num_threads(1)
+    reward = _rewards(mode, req, box)
+
     if mode == "validate_judge":
-        from activities.judging.judge_runtime import run_judge
         from activities.training.rollout import random_trajectory
 
+        assert box is not None
         trajectory = random_trajectory(req.env_id, reward, req.steps, req.seed)
-        for arr in trajectory.values():
-            arr.setflags(write=False)
-        judged = run_judge(_judge_source(req), req.judge_filename, trajectory, req.criteria)
+        [judged] = _judge_all(req, box, [trajectory])
         return {"steps": len(trajectory["action"]), "judgment": judged}
 
     if mode == "validate":
@@ -163,7 +192,7 @@ def run(
         req.env_id,
         reward,
         Path(req.model_path) if req.model_path else out / "model.zip",
-        Path(req.vecnormalize_path) if req.vecnormalize_path else out / "vecnormalize.pkl",
+        Path(req.vecnormalize_path) if req.vecnormalize_path else out / "vecnormalize.npz",
         out,
         req.seed,
         req.max_steps,
@@ -180,20 +209,47 @@ def _judge_source(req: ChildRequest) -> str:
     return req.judge_source
 
 
-def _judge(req: ChildRequest) -> dict[str, Any]:
-    from activities.judging.judge_runtime import load_trajectory, run_judge
+def _judge_all(
+    req: ChildRequest, box: SandboxClient, trajectories: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each trajectory judged in the sandbox; the answers checked here as well."""
+    from activities.judging.judge_runtime import JudgeLoadError, check_judgment, judge_budget_s
+    from activities.sandbox.client import CodeFault, judge_in_sandbox
+
+    try:
+        raw = judge_in_sandbox(
+            box,
+            _judge_source(req),
+            req.judge_filename,
+            trajectories,
+            req.criteria,
+            python_layers=req.python_layers,
+            timeout_s=judge_budget_s() + 30,
+        )
+    except CodeFault as exc:
+        raise JudgeLoadError(str(exc)) from None
+    return [check_judgment(r, req.criteria) for r in raw]
+
+
+def _judge(req: ChildRequest, box: SandboxClient) -> dict[str, Any]:
+    from activities.judging.judge_runtime import load_trajectory
 
     if req.trajectory_path is None:
         raise ValueError("judge needs trajectory_path")
-    source = _judge_source(req)
-    judged = run_judge(
-        source, req.judge_filename, load_trajectory(Path(req.trajectory_path)), req.criteria
-    )
-    extra = [
-        run_judge(source, req.judge_filename, load_trajectory(Path(p)), req.criteria)["score"]
-        for p in req.extra_trajectories
-    ]
-    return {"judgment": judged, "extra_scores": extra}
+    paths = [req.trajectory_path, *req.extra_trajectories]
+    judged = _judge_all(req, box, [load_trajectory(Path(p)) for p in paths])
+    return {"judgment": judged[0], "extra_scores": [j["score"] for j in judged[1:]]}
+
+
+def _start_sandbox(mode: str, req: ChildRequest) -> SandboxClient | None:
+    """The sandbox process for this run's generated code (None for the benchmark's baseline);
+    SandboxUnavailable when a required layer is missing."""
+    if req.unguarded and mode in ("validate", "train", "evaluate"):
+        return None
+    from activities.sandbox.client import SandboxClient
+
+    cpu = SHORT_MODE_SANDBOX_CPU_S if mode in SHORT_MODES else 0
+    return SandboxClient(cpu_s=cpu)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,35 +268,43 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     result_path = args.out / RESULT_FILE
 
-    def fatal(message: str) -> NoReturn:
-        # A runaway call of generated code: report it as that code's fault and stop at once.
-        result_path.write_text(json.dumps({"ok": False, "error": message, "reward_fault": True}))
+    def fail(message: str, reward_fault: bool, **extra: Any) -> int:
         sys.stderr.write(message + "\n")
-        os._exit(EXIT_FAILED)
-
-    guards.set_fatal_reporter(fatal)
-    _die_with_parent()
-    _preload(args.mode)
-    confinement = confine(short=args.mode in SHORT_MODES)
+        result = {"ok": False, "error": message, "reward_fault": reward_fault, **extra}
+        result_path.write_text(json.dumps(result))
+        return EXIT_FAILED
 
     def emit(event: dict[str, Any]) -> None:
         proto.write(json.dumps(event) + "\n")
 
-    t0 = time.monotonic()
+    _die_with_parent()
+    mark_not_dumpable()
     req = ChildRequest.model_validate_json(args.request.read_text())
+    box: SandboxClient | None = None
+    t0 = time.monotonic()
     try:
-        result = run(args.mode, req, args.out, emit)
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure becomes one line
-        reward_msg = _code_error(exc, (req.reward_filename, req.judge_filename))
-        message = reward_msg or _one_line(f"{type(exc).__name__}: {exc}")
-        if reward_msg is None:
-            traceback.print_exc()
-        sys.stderr.write(message + "\n")
-        result_path.write_text(
-            json.dumps({"ok": False, "error": message, "reward_fault": reward_msg is not None})
-        )
-        return EXIT_FAILED
-    result = {"ok": True, "mode": args.mode, **result, "sandbox": confinement.applied}
+        # Started first: the sandbox imports numpy while this process imports torch.
+        box = _start_sandbox(args.mode, req)
+        _preload(args.mode)
+        confine(short=args.mode in SHORT_MODES)
+        try:
+            result = run(args.mode, req, args.out, emit, box)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure becomes one line
+            reward_msg = _code_error(exc, (req.reward_filename, req.judge_filename))
+            if reward_msg is None:
+                traceback.print_exc()
+            return fail(
+                reward_msg or _one_line(f"{type(exc).__name__}: {exc}"), reward_msg is not None
+            )
+    except SandboxUnavailable as exc:
+        return fail(_one_line(str(exc)), False, sandbox_unavailable=True)
+    finally:
+        if box is not None:
+            box.close()
+    sandbox = box.applied if box is not None else ["none: in-process benchmark baseline"]
+    result = {"ok": True, "mode": args.mode, **result, "sandbox": sandbox}
+    if box is not None and box.missing:
+        result["sandbox_missing"] = box.missing
     result.setdefault("child_seconds", round(time.monotonic() - t0, 2))
     result_path.write_text(json.dumps(result, indent=2))
     emit({"event": "done", "mode": args.mode})

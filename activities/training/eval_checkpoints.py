@@ -20,7 +20,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from activities.training.checkpoints import save_policy
 from activities.training.evaluation import deterministic_act
-from activities.training.reward_runtime import LoadedReward
+from activities.training.reward_runtime import LoadedReward, Rewards
 from activities.training.rollout import Mp4Writer, collect, video_stride
 from activities.training.sim import make_env
 
@@ -32,7 +32,7 @@ class EvalCheckpoints(BaseCallback):
     def __init__(
         self,
         env_id: str,
-        reward: LoadedReward,
+        reward: Rewards | LoadedReward,
         total: int,
         out_dir: Path,
         emit: Callable[[dict[str, Any]], None],
@@ -79,7 +79,7 @@ class EvalCheckpoints(BaseCallback):
         act = deterministic_act(self.model, self.model.get_vec_normalize_env())
         runs = []
         for seed in range(self.episodes):
-            env = make_env(self.env_id, self.reward.clone())
+            env = make_env(self.env_id, self.reward)
             try:
                 arrays, stats = collect(env, act, seed, self.max_steps)
             finally:
@@ -102,7 +102,7 @@ class EvalCheckpoints(BaseCallback):
         self.emit({"event": "eval_checkpoint", "pct": pct, "timesteps": int(self.num_timesteps)})
 
     def _video(self, act: Callable[[np.ndarray], np.ndarray], seed: int, path: Path) -> None:
-        env = make_env(self.env_id, self.reward.clone(), render_size=self.video_size)
+        env = make_env(self.env_id, self.reward, render_size=self.video_size)
         stride, fps = video_stride(float(env.unwrapped.dt))  # type: ignore[attr-defined]
         steps = min(self.max_steps or 10**9, self.video_frames * stride)
         writer = Mp4Writer(path, fps)

@@ -1,6 +1,6 @@
 """SAC and TD3 training under the session's reward: runs inside the child process only.
 
-Same outputs as PPO (`model.zip`, `vecnormalize.pkl`, `metrics/scalars.jsonl`, TensorBoard,
+Same outputs as PPO (`model.zip`, `vecnormalize.npz`, `metrics/scalars.jsonl`, TensorBoard,
 evaluation checkpoints, `summary.json`). Hyperparameters follow rl-baselines3-zoo's MuJoCo
 settings (SAC: lr 3e-4, batch 256, tau 0.005, 256x256; TD3: lr 1e-3, batch 256, Gaussian
 action noise 0.1, 400x300), with the replay buffer capped at 300k transitions to fit a laptop
@@ -32,7 +32,7 @@ from activities.training.ppo import (
     run_outputs,
     summarize,
 )
-from activities.training.reward_runtime import LoadedReward
+from activities.training.reward_runtime import Rewards
 
 ALGOS = {"sac": SAC, "td3": TD3}
 
@@ -89,7 +89,7 @@ class OffPolicyMetrics(MetricsCallback):
 def train(
     algo: str,
     env_id: str,
-    reward: LoadedReward,
+    reward: Rewards,
     timesteps: int,
     seed: int,
     out_dir: Path,
@@ -105,12 +105,14 @@ def train(
     if algo not in ALGOS:
         raise ValueError(f"algo must be one of ppo, {', '.join(ALGOS)} (got {algo!r})")
     preset = PRESETS[algo].fit_budget(timesteps)
-    envs, rewards = reward_envs(env_id, reward, 1, env_kwargs)
+    envs = reward_envs(env_id, reward, 1, env_kwargs)
     scalars = out_dir / "metrics" / "scalars.jsonl"
     resumed_from: int | None = None
     if resume_dir is not None:
         # Like PPO's: the metrics written before the checkpoint carry on in this run's file.
-        model, venv = resume(resume_dir, envs, scalars, ALGOS[algo])
+        model, venv = resume(
+            resume_dir, envs, scalars, algo, lambda v: _build(algo, preset, v, seed)
+        )
         resumed_from = int(model.num_timesteps)
         emit({"event": "resumed", "timesteps": resumed_from})
     else:
@@ -135,7 +137,7 @@ def train(
     hyper = {"algo": algo, **asdict(preset)}
     summary = summarize(
         env_id, timesteps, seed, model, callbacks[0], wall, resumed_from, hyper, env_kwargs,
-        reward, rewards, episode_settings(envs.envs[0]), out_dir,
+        reward, episode_settings(envs.envs[0]), out_dir,
     )  # fmt: skip
     venv.close()
     return summary

@@ -1,6 +1,6 @@
 """PPO training under the session's reward: runs inside the child process only.
 
-Writes into the output folder: `model.zip`, `vecnormalize.pkl`, `metrics/scalars.jsonl` (one line
+Writes into the output folder: `model.zip`, `vecnormalize.npz`, `metrics/scalars.jsonl` (one line
 per PPO update) and `summary.json`.
 """
 
@@ -21,16 +21,16 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import LinearSchedule
-from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
+from stable_baselines3.common.vec_env import VecNormalize
 
 from activities.training.checkpoints import CheckpointCallback, resume, save_policy, warm_start
 from activities.training.envspec_meanings import terminates_early
 from activities.training.eval_checkpoints import EvalCheckpoints
 from activities.training.evaluation import PeriodicEval
 from activities.training.presets import PPOPreset, preset_for
-from activities.training.reward_runtime import LoadedReward
+from activities.training.reward_runtime import Rewards
 from activities.training.sim import make_env
+from activities.training.vec_env import ScoredVecEnv
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -48,65 +48,6 @@ _TRAIN_KEYS = {
     "train/critic_loss": "critic_loss",
     "train/ent_coef": "ent_coef",
 }
-
-
-class EpisodeStats(gym.Wrapper):
-    """Per-episode sums of the session reward, the env's reward and each term.
-
-    Puts them in info["episode"] at episode end, where SB3 also reads "r" and "l".
-    """
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        self._t0 = time.monotonic()
-        self._clear()
-
-    def _clear(self) -> None:
-        self._ret = 0.0
-        self._env_ret = 0.0
-        self._len = 0
-
-    def reset(self, **kwargs):
-        self._clear()
-        return self.env.reset(**kwargs)
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self._ret += float(reward)
-        self._env_ret += info["env_reward"]
-        self._len += 1
-        if terminated or truncated:
-            info["episode"] = {
-                "r": self._ret,
-                "l": self._len,
-                "t": round(time.monotonic() - self._t0, 3),
-                "env_r": self._env_ret,
-            }
-        return obs, reward, terminated, truncated, info
-
-
-class FastDummyVecEnv(DummyVecEnv):
-    """DummyVecEnv without the per-step deepcopy of every info dict (~15% of a rollout here).
-
-    Envs return fresh info dicts each step, so a shallow copy of the list is just as safe.
-    """
-
-    def step_wait(self) -> VecEnvStepReturn:
-        for i, env in enumerate(self.envs):
-            obs, self.buf_rews[i], terminated, truncated, info = env.step(self.actions[i])
-            self.buf_dones[i] = terminated or truncated
-            info["TimeLimit.truncated"] = truncated and not terminated
-            if self.buf_dones[i]:
-                info["terminal_observation"] = obs
-                obs, self.reset_infos[i] = env.reset()
-            self.buf_infos[i] = info
-            self._save_obs(i, obs)
-        return (
-            self._obs_from_buf(),
-            np.copy(self.buf_rews),
-            np.copy(self.buf_dones),
-            list(self.buf_infos),
-        )
 
 
 class MetricsCallback(BaseCallback):
@@ -270,7 +211,7 @@ def build_model(preset: PPOPreset, venv: VecNormalize, seed: int) -> PPO:
 
 def train(
     env_id: str,
-    reward: LoadedReward,
+    reward: Rewards,
     timesteps: int,
     seed: int,
     out_dir: Path,
@@ -290,10 +231,12 @@ def train(
         raise ValueError(f"timesteps must be positive (got {timesteps})")
     preset = preset_for(env_id, ppo_overrides).fit_budget(timesteps)
     scalars = out_dir / "metrics" / "scalars.jsonl"
-    envs, rewards = reward_envs(env_id, reward, preset.n_envs, env_kwargs)
+    envs = reward_envs(env_id, reward, preset.n_envs, env_kwargs)
     resumed_from: int | None = None
     if resume_dir is not None:
-        model, venv = resume(resume_dir, envs, scalars)
+        model, venv = resume(
+            resume_dir, envs, scalars, "ppo", lambda v: build_model(preset, v, seed)
+        )
         resumed_from = int(model.num_timesteps)
         emit({"event": "resumed", "timesteps": resumed_from})
     else:
@@ -329,7 +272,7 @@ def train(
     wall = learn_and_save(model, timesteps, [callback, *extra], resumed_from is not None, out_dir)
     summary = summarize(
         env_id, timesteps, seed, model, callback, wall, resumed_from,
-        {"algo": "ppo", **preset.as_dict()}, env_kwargs, reward, rewards,
+        {"algo": "ppo", **preset.as_dict()}, env_kwargs, reward,
         episode_settings(envs.envs[0]), out_dir,
     )  # fmt: skip
     venv.close()
@@ -337,16 +280,11 @@ def train(
 
 
 def reward_envs(
-    env_id: str, reward: LoadedReward, n_envs: int, env_kwargs: dict[str, Any] | None
-) -> tuple[FastDummyVecEnv, list[LoadedReward]]:
-    """n_envs envs under the session reward, and the reward instance of each (for its counts)."""
-    rewards: list[LoadedReward] = []
-
-    def factory() -> gym.Env:
-        rewards.append(reward.clone())  # per env: stateful rewards keep state per episode
-        return EpisodeStats(make_env(env_id, rewards[-1], env_kwargs))
-
-    return FastDummyVecEnv([factory] * n_envs), rewards
+    env_id: str, rewards: Rewards, n_envs: int, env_kwargs: dict[str, Any] | None
+) -> ScoredVecEnv:
+    """n_envs envs under the session reward, each with its own reward instance (stateful
+    rewards keep state per episode), scored together each step."""
+    return ScoredVecEnv([lambda: make_env(env_id, None, env_kwargs)] * n_envs, rewards)
 
 
 def learn_and_save(
@@ -356,7 +294,7 @@ def learn_and_save(
     resumed: bool,
     out_dir: Path,
 ) -> float:
-    """Train, then write model.zip and vecnormalize.pkl; the seconds learning took."""
+    """Train, then write model.zip and vecnormalize.npz; the seconds learning took."""
     t0 = time.monotonic()
     model.learn(
         # The counter carries on from a checkpoint: train only what is left of the budget.
@@ -372,7 +310,7 @@ def learn_and_save(
 
 def run_outputs(
     env_id: str,
-    reward: LoadedReward,
+    reward: Rewards,
     timesteps: int,
     out_dir: Path,
     emit: Emit,
@@ -411,14 +349,14 @@ def summarize(
     resumed_from: int | None,
     hyperparameters: dict[str, Any],
     env_kwargs: dict[str, Any] | None,
-    reward: LoadedReward,
-    rewards: list[LoadedReward],
+    reward: Rewards,
     episode: dict[str, Any],
     out_dir: Path,
 ) -> dict[str, Any]:
     """summary.json (written) for any algorithm's finished run."""
     done = int(model.num_timesteps)
     trained_here = done - (resumed_from or 0)
+    counts = reward.counts()
     summary = {
         "env_id": env_id,
         "timesteps": timesteps,
@@ -438,8 +376,8 @@ def summarize(
         "episode": episode,
         "reward_terms": reward.terms,
         # Steps whose reward was NaN/inf (zeroed) or beyond +-1e6 (clipped) by the sandbox.
-        "nonfinite_rewards": sum(r.nonfinite for r in rewards),
-        "clipped_rewards": sum(r.clipped for r in rewards),
+        "nonfinite_rewards": counts["nonfinite"],
+        "clipped_rewards": counts["clipped"],
         "torch_threads": torch.get_num_threads(),
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

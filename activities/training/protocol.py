@@ -17,7 +17,7 @@ RESULT_FILE = "result.json"
 DEFAULT_REWARD_FILENAME = "reward_fn.py"
 DEFAULT_JUDGE_FILENAME = "judge_fn.py"
 # What a training checkpoint folder holds (see activities/training/checkpoints.py).
-CHECKPOINT_FILES = ("model.zip", "vecnormalize.pkl", "scalars.jsonl")
+CHECKPOINT_FILES = ("model.zip", "vecnormalize.npz", "scalars.jsonl")
 
 
 class ChildRequest(BaseModel):
@@ -42,9 +42,12 @@ class ChildRequest(BaseModel):
     seed: int = 0
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
 
-    # Benchmark only (bench-sandbox): load the reward with plain exec and no runtime guards,
-    # to measure what the guards cost. Sessions never set it.
+    # Benchmark only (bench-sandbox): run its own fixed reward in the runner with plain exec
+    # and no sandbox, to measure what the sandbox costs. Any other reward is refused.
     unguarded: bool = False
+    # Tests only: run generated code without the static check and the restricted builtins
+    # (plain exec, real builtins), to show that the OS layers contain it on their own.
+    python_layers: bool = True
 
     # validate: random-action steps to run.
     steps: int = 64
@@ -59,7 +62,7 @@ class ChildRequest(BaseModel):
     # Checkpoint every this many timesteps (0: never); resume from a checkpoint folder.
     checkpoint_every: int = 0
     resume_dir: str | None = None
-    # Warm start: a folder with model.zip and vecnormalize.pkl whose weights and statistics
+    # Warm start: a folder with model.zip and vecnormalize.npz whose weights and statistics
     # the new run starts from (its timestep counter starts at 0).
     init_dir: str | None = None
     # Evaluation checkpoints at 25/50/75/100%: episodes each (0: none); their length cap is
@@ -69,7 +72,7 @@ class ChildRequest(BaseModel):
     # metrics/evals.jsonl (0: never); bench-train uses it.
     eval_every: int = 0
 
-    # evaluate: the trained policy (defaults: model.zip / vecnormalize.pkl in the output folder).
+    # evaluate: the trained policy (defaults: model.zip / vecnormalize.npz in the output folder).
     model_path: str | None = None
     vecnormalize_path: str | None = None
     max_steps: int | None = None
@@ -85,9 +88,11 @@ class ChildRequest(BaseModel):
 
 class ChildFailed(RuntimeError):
     """The child exited non-zero; `message` is one line, `reward_fault` blames generated code
-    (the reward's, or the judge's in the judge modes)."""
+    (the reward's, or the judge's in the judge modes), `sandbox_unavailable` says a required
+    sandbox layer is missing on this machine (retrying here cannot help)."""
 
-    def __init__(self, message: str, reward_fault: bool) -> None:
+    def __init__(self, message: str, reward_fault: bool, sandbox_unavailable: bool = False):
         super().__init__(message)
         self.message = message
         self.reward_fault = reward_fault
+        self.sandbox_unavailable = sandbox_unavailable

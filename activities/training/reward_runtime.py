@@ -1,269 +1,146 @@
-"""Loading reward code in the project's contract and applying it to an environment.
+"""Applying the session's reward to environments, from the trusted side.
 
-The contract (DESIGN.md): a class deriving `RewardFunction` with
-`compute(obs, action, next_obs, info) -> (float, dict[str, float])` and `latex` / `terms`
-properties, or a plain `reward_fn(obs, action, next_obs, info)` returning the same pair.
-`RewardFunction` is predefined in the namespace the code runs in, so reward files need no import.
-
-Generated code is only ever loaded here, and this module is only used inside the child processes
-started by `activities.training.child`, never in a worker process.
+The reward code itself runs in the sandbox process (`activities.sandbox.client.SandboxRewards`);
+here an env is only stepped and its transitions handed over. `LocalRewards` runs a reward in
+this process instead: for tests of our own templates and the overhead benchmark's fixed reward,
+never for generated code in a session.
 """
 
 from __future__ import annotations
 
-import abc
-import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
 
-from activities.sandbox import guards
-from activities.sandbox.restricted import exec_untrusted
-from activities.sandbox.static_check import SandboxViolation, check_source
+from activities.sandbox.client import Transition
+from activities.sandbox.reward_code import (
+    LoadedReward,
+    RewardFunction,
+    RewardLoadError,
+    load_reward,
+    parse_check,
+)
+
+__all__ = [
+    "LoadedReward",
+    "LocalRewards",
+    "RewardFunction",
+    "RewardLoadError",
+    "RewardWrapper",
+    "Rewards",
+    "TransitionTap",
+    "load_reward",
+    "parse_check",
+]
 
 
-class RewardLoadError(ValueError):
-    """Reward code that cannot be used; the message is one line a person or an LLM can act on."""
+class Rewards(Protocol):
+    """A reward with per-env instances, scored a batch of transitions at a time."""
+
+    latex: str
+    terms: list[str]
+
+    def new_instance(self) -> int: ...
+
+    def drop(self, rid: int) -> None: ...
+
+    def score(self, batch: Sequence[Transition]) -> list[tuple[float, dict[str, float]]]: ...
+
+    def counts(self) -> dict[str, int]: ...
 
 
-class RewardFunction(abc.ABC):
-    """Base class for reward code. Subclasses implement `compute` and describe themselves; one
-    without `compute` cannot be instantiated, so loading it fails with that reason."""
+class LocalRewards:
+    """A reward run in this process (our own code only: see the module docstring)."""
 
-    @abc.abstractmethod
-    def compute(self, obs, action, next_obs, info) -> tuple[float, dict[str, float]]:
-        """The reward for one transition and its named terms (the total is their sum)."""
+    def __init__(self, reward: LoadedReward) -> None:
+        self.template = reward
+        self.latex, self.terms = reward.latex, reward.terms
+        self.instances: dict[int, LoadedReward] = {0: reward}
+        self._spare: int | None = 0
 
-    @property
-    def latex(self) -> str:
-        return ""
+    def new_instance(self) -> int:
+        if self._spare is not None:
+            rid, self._spare = self._spare, None
+            return rid
+        rid = max(self.instances) + 1
+        self.instances[rid] = self.template.clone()
+        return rid
 
-    @property
-    def terms(self) -> list[str]:
-        return []
+    def drop(self, rid: int) -> None:
+        self.instances.pop(rid, None)
+
+    def score(self, batch: Sequence[Transition]) -> list[tuple[float, dict[str, float]]]:
+        return [self.instances[rid](o, a, n, info) for rid, o, a, n, info in batch]
+
+    def counts(self) -> dict[str, int]:
+        rs = self.instances.values()
+        return {
+            "calls": sum(r.calls for r in rs),
+            "nonfinite": sum(r.nonfinite for r in rs),
+            "clipped": sum(r.clipped for r in rs),
+        }
 
 
-MAX_TERMS = 64
-MAX_TERM_NAME = 64
-# Non-finite rewards tolerated in training (zeroed and counted) before the run is failed.
-MAX_NONFINITE_FRACTION = 0.01
-LARGE = 1e6  # |reward| above this is clipped and counted: it would swamp PPO's value targets
+def as_rewards(reward: Rewards | LoadedReward) -> Rewards:
+    return LocalRewards(reward) if isinstance(reward, LoadedReward) else reward
 
 
-class LoadedReward:
-    """Uniform view over either form of the contract, with the sandbox's runtime guards.
-
-    Each call gets read-only copies of obs, action and info (so writing to them raises and
-    never reaches the simulator), runs under a time budget, and its result is checked. With
-    `strict` (validation) a NaN/inf reward is an error; otherwise (training) it becomes 0 and
-    is counted, and the run fails when more than 1% of the steps are non-finite.
+class TransitionTap(gym.Wrapper):
+    """Keeps what a reward needs about each step: the observation before it, whether it starts
+    an episode, and copies of qpos/qvel in info (so the reward never sees live simulator state).
     """
 
-    def __init__(
-        self,
-        compute: Callable[..., Any],
-        latex: str,
-        terms: list[str],
-        *,
-        strict: bool = True,
-        guarded: bool = True,
-    ) -> None:
-        self._compute = compute
-        self.latex = latex
-        self.terms = terms
-        self.strict = strict
-        self.guarded = guarded
-        self.calls = 0
-        self.nonfinite = 0
-        self.clipped = 0
-        self._budget = guards.Budget(guards.call_budget_s(), "the reward") if guarded else None
-        self._next_src: Any = None
-        self._next_ro: Any = None
-        self.source: str | None = None  # set by load_reward, for clone()
-        self.filename = "<reward>"
-
-    def clone(self) -> LoadedReward:
-        """A fresh instance (the module run again): one per env, so that state a reward keeps
-        across steps is never shared between the vectorised envs."""
-        if self.source is None:
-            return self
-        return load_reward(self.source, self.filename, strict=self.strict, guarded=self.guarded)
-
-    def __call__(self, obs, action, next_obs, info) -> tuple[float, dict[str, float]]:
-        self.calls += 1
-        if self._budget is None:
-            return self._check(self._compute(obs, action, next_obs, info))
-        ro = guards.readonly
-        # This step's obs is the last step's next_obs: reuse its read-only copy.
-        obs_ro = self._next_ro if obs is self._next_src else ro(obs)
-        next_ro = ro(next_obs)
-        self._next_src, self._next_ro = next_obs, next_ro
-        args = (obs_ro, ro(action), next_ro, guards.readonly_info(info))
-        budget = self._budget
-        budget.arm()
-        try:
-            out = self._compute(*args)
-        finally:
-            budget.disarm()
-        return self._check(out)
-
-    def _check(self, out: Any) -> tuple[float, dict[str, float]]:
-        if not (type(out) is tuple and len(out) == 2 and isinstance(out[1], dict)):
-            got = type(out).__name__
-            if isinstance(out, tuple):
-                got = f"a tuple of {len(out)} ({', '.join(type(x).__name__ for x in out)})"
-            raise RewardLoadError(
-                f"reward must return (float, dict[str, float]), e.g. (r, {{'forward': r}}); "
-                f"got {got}"
-            )
-        total, terms = out
-        if len(terms) > MAX_TERMS:
-            raise RewardLoadError(f"reward returned {len(terms)} terms; at most {MAX_TERMS}")
-        try:
-            total = float(total)
-            terms = {
-                (k if type(k) is str and len(k) <= MAX_TERM_NAME else str(k)[:MAX_TERM_NAME]): (
-                    float(v)
-                )
-                for k, v in terms.items()
-            }
-        except (TypeError, ValueError) as exc:
-            raise RewardLoadError(
-                f"reward total and terms must be numbers ({exc}); got total "
-                f"{type(total).__name__} and terms {_types(terms)}"
-            ) from None
-        finite = math.isfinite(total) and all(map(math.isfinite, terms.values()))
-        if finite and -LARGE <= total <= LARGE:
-            return total, terms
-        return self._repair(total, terms, finite)
-
-    def _repair(
-        self, total: float, terms: dict[str, float], finite: bool
-    ) -> tuple[float, dict[str, float]]:
-        """Non-finite or huge rewards: an error in validation; zeroed or clipped in training."""
-        if not finite:
-            if self.strict:
-                raise RewardLoadError(f"reward is not finite ({total}); terms: {terms}")
-            self.nonfinite += 1
-            if self.calls >= 1000 and self.nonfinite > MAX_NONFINITE_FRACTION * self.calls:
-                raise RewardLoadError(
-                    f"reward was NaN or infinite in {self.nonfinite} of {self.calls} steps; "
-                    f"the last terms: {terms}"
-                )
-            terms = {k: (v if math.isfinite(v) else 0.0) for k, v in terms.items()}
-            total = sum(terms.values())
-        if abs(total) > LARGE:
-            self.clipped += 1
-            scale = LARGE / abs(total)
-            terms = {k: v * scale for k, v in terms.items()}
-            total = math.copysign(LARGE, total)
-        return total, terms
-
-
-def _types(terms: Any) -> str:
-    if not isinstance(terms, dict):
-        return type(terms).__name__
-    return "{" + ", ".join(f"{k!r}: {type(v).__name__}" for k, v in list(terms.items())[:4]) + "}"
-
-
-def parse_check(source: str, filename: str = "<reward>") -> None:
-    """Raise RewardLoadError naming the line when the code does not parse or is not allowed."""
-    try:
-        check_source(source, filename)
-    except SandboxViolation as exc:
-        raise RewardLoadError(str(exc)) from None
-
-
-def load_reward(
-    source: str, filename: str = "<reward>", *, strict: bool = True, guarded: bool = True
-) -> LoadedReward:
-    """Load reward code in the sandbox (guarded=False only for the overhead benchmark)."""
-    predefined = {"RewardFunction": RewardFunction}
-    guards.register_generated_file(filename)
-    try:
-        if guarded:
-            namespace = exec_untrusted(source, filename, predefined)
-        else:
-            namespace = {"__name__": "reward_module", **predefined}
-            exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - benchmark only
-    except SandboxViolation as exc:
-        raise RewardLoadError(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - any failure of user code is reported, not raised
-        raise RewardLoadError(f"{filename} failed to load: {_one(exc)}") from None
-
-    reward = _reward_from(namespace, filename, strict=strict, guarded=guarded)
-    reward.source = source
-    reward.filename = filename
-    return reward
-
-
-def _reward_from(
-    namespace: dict[str, Any], filename: str, *, strict: bool, guarded: bool
-) -> LoadedReward:
-    classes = [
-        v
-        for v in namespace.values()
-        if isinstance(v, type) and v is not RewardFunction and callable(getattr(v, "compute", None))
-    ]
-    # Prefer classes that derive from our base; a duck-typed class with compute() also works.
-    classes.sort(key=lambda c: not issubclass(c, RewardFunction))
-    opts = {"strict": strict, "guarded": guarded}
-    if classes:
-        try:
-            obj = classes[0]()
-        except Exception as exc:  # noqa: BLE001
-            raise RewardLoadError(f"{classes[0].__name__}() failed: {_one(exc)}") from None
-        return LoadedReward(
-            obj.compute, str(getattr(obj, "latex", "")), list(getattr(obj, "terms", [])), **opts
-        )
-    fn = namespace.get("reward_fn")
-    if callable(fn):
-        return LoadedReward(
-            fn, str(namespace.get("LATEX", "")), list(namespace.get("TERMS", [])), **opts
-        )
-    raise RewardLoadError(
-        f"{filename} defines no RewardFunction subclass "
-        "and no reward_fn(obs, action, next_obs, info)"
-    )
-
-
-def _one(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-class RewardWrapper(gym.Wrapper):
-    """Replaces the env's reward with the session's reward.
-
-    Reward code sees copies of obs and of qpos/qvel (in info), so it cannot move the robot. The
-    env's own reward stays available as info["env_reward"], the terms as info["reward_terms"].
-    """
-
-    def __init__(self, env: gym.Env, reward: LoadedReward) -> None:
+    def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        self.reward = reward
-        self._last_obs: np.ndarray | None = None
+        self.last_obs: np.ndarray | None = None
         self._episode_start = True
         self._data = env.unwrapped.data  # type: ignore[attr-defined]
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
-        self._last_obs = obs
+        self.last_obs = obs
         self._episode_start = True
         return obs, info
 
     def step(self, action):
         obs, env_reward, terminated, truncated, info = self.env.step(action)
-        # Stateful reward code resets its memory on the first step of each episode.
         info["_episode_start"] = self._episode_start
         self._episode_start = False
         info["qpos"] = self._data.qpos.copy()
         info["qvel"] = self._data.qvel.copy()
-        prev = self._last_obs if self._last_obs is not None else obs
-        # The guarded reward gets read-only copies of all of these (see LoadedReward).
-        reward, terms = self.reward(prev, np.asarray(action), obs, info)
         info["env_reward"] = float(env_reward)
+        return obs, env_reward, terminated, truncated, info
+
+    def transition(self, rid: int, action: Any, obs: np.ndarray, info: dict) -> Transition:
+        """The step just taken as the reward sees it; then `obs` becomes the previous one."""
+        prev = self.last_obs if self.last_obs is not None else obs
+        self.last_obs = obs
+        reward_info = {k: v for k, v in info.items() if k != "env_reward"}
+        return (rid, prev, np.asarray(action), obs, reward_info)
+
+
+class RewardWrapper(TransitionTap):
+    """Replaces the env's reward with the session's, one step at a time (evaluation,
+    validation, checkpoints); training scores all its envs in one batch instead
+    (`activities.training.vec_env`).
+
+    The env's own reward stays available as info["env_reward"], the terms as
+    info["reward_terms"].
+    """
+
+    def __init__(self, env: gym.Env, reward: Rewards | LoadedReward) -> None:
+        super().__init__(env)
+        self.reward = as_rewards(reward)
+        self.rid = self.reward.new_instance()
+
+    def step(self, action):
+        obs, _env_reward, terminated, truncated, info = super().step(action)
+        [(reward, terms)] = self.reward.score([self.transition(self.rid, action, obs, info)])
         info["reward_terms"] = terms
-        self._last_obs = obs
         return obs, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        self.reward.drop(self.rid)
+        super().close()

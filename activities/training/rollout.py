@@ -10,11 +10,11 @@ from typing import Any
 
 import av
 import numpy as np
-from stable_baselines3 import PPO
-from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv
 
+from activities.training import policy_io
 from activities.training.evaluation import deterministic_act
-from activities.training.reward_runtime import LoadedReward
+from activities.training.reward_runtime import LoadedReward, Rewards
 from activities.training.sim import make_env, scalar_info
 
 MAX_VIDEO_FPS = 30
@@ -28,7 +28,7 @@ def video_stride(dt: float) -> tuple[int, int]:
 
 def evaluate(
     env_id: str,
-    reward: LoadedReward,
+    reward: Rewards | LoadedReward,
     model_path: Path,
     vecnormalize_path: Path,
     out_dir: Path,
@@ -42,7 +42,7 @@ def evaluate(
     env = make_env(env_id, reward, env_kwargs, render_size=video_size if record_video else None)
     # The raw env is stepped directly (raw obs for the trajectory); VecNormalize only normalises
     # the policy's input with the statistics frozen at the end of training.
-    vecnorm = VecNormalize.load(str(vecnormalize_path), DummyVecEnv([lambda: env]))
+    vecnorm = policy_io.load_vecnormalize(vecnormalize_path, DummyVecEnv([lambda: env]))
     vecnorm.training = False
     vecnorm.norm_reward = False
     act = deterministic_act(load_model(algo, model_path), vecnorm)
@@ -68,21 +68,14 @@ def evaluate(
 
 
 def load_model(algo: str, path: Path) -> Any:
-    """A trained model of any of our algorithms, for acting only."""
-    if algo == "ppo":
-        # Schedules are pickled closures; evaluation never needs them.
-        return PPO.load(
-            str(path),
-            device="cpu",
-            custom_objects={"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "clip_range": 0.2},
-        )
-    from stable_baselines3 import SAC, TD3
-
-    return {"sac": SAC, "td3": TD3}[algo].load(str(path), device="cpu")
+    """A trained model of any of our algorithms, for acting only: read without unpickling
+    (policy_io), with a one-transition replay buffer for SAC/TD3 (acting never fills it)."""
+    small = {"buffer_size": 1} if algo in ("sac", "td3") else None
+    return policy_io.load_model(algo, path, algo_kwargs=small)
 
 
 def random_trajectory(
-    env_id: str, reward: LoadedReward, steps: int, seed: int
+    env_id: str, reward: Rewards | LoadedReward, steps: int, seed: int
 ) -> dict[str, np.ndarray]:
     """A random-action episode in the evaluation's format: what judge code is tried on."""
     env = make_env(env_id, reward)

@@ -9,7 +9,7 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from activities.training.reward_runtime import LoadedReward, RewardWrapper
+from activities.training.reward_runtime import LoadedReward, Rewards, RewardWrapper
 
 _QUIET = False
 # Half-size of the drawn floor in evaluation videos: 1000 steps at 8 m/s stay on it.
@@ -37,7 +37,7 @@ def quiet_mujoco() -> None:
 
 def make_env(
     env_id: str,
-    reward: LoadedReward | None,
+    reward: Rewards | LoadedReward | None,
     env_kwargs: dict[str, Any] | None = None,
     render_size: int | None = None,
 ) -> gym.Env:

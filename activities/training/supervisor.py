@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from temporalio.exceptions import ApplicationError
+
 from activities.training.protocol import RESULT_FILE, ChildFailed, ChildRequest, Mode
 
 OnEvent = Callable[[dict[str, Any]], Awaitable[None] | None]
@@ -157,8 +159,20 @@ def _result(out_dir: Path, returncode: int, tail: deque[str], mode: str) -> dict
     if returncode == 0 and result and result.get("ok"):
         return result
     if result and result.get("error"):
-        raise ChildFailed(str(result["error"]), bool(result.get("reward_fault")))
+        raise ChildFailed(
+            str(result["error"]),
+            bool(result.get("reward_fault")),
+            bool(result.get("sandbox_unavailable")),
+        )
     # Killed (e.g. out of memory) or crashed before writing a result: the last stderr line.
     how = f"signal {-returncode}" if returncode < 0 else f"status {returncode}"
     last = tail[-1] if tail else "no output"
     raise ChildFailed(f"{mode} child exited with {how}: {last}", False)
+
+
+def sandbox_refused(exc: ChildFailed) -> ApplicationError | None:
+    """A required sandbox layer is missing on this worker: no retry here can help, and the
+    one line says which layer and which setting accepts it knowingly."""
+    if not exc.sandbox_unavailable:
+        return None
+    return ApplicationError(exc.message, type="SandboxUnavailable", non_retryable=True)

@@ -10,13 +10,13 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from activities.training.reward_runtime import LoadedReward, RewardLoadError
+from activities.training.reward_runtime import LoadedReward, RewardLoadError, Rewards
 from activities.training.sim import make_env
 
 
 def validate(
     env_id: str,
-    reward: LoadedReward,
+    reward: Rewards | LoadedReward,
     steps: int,
     seed: int,
     env_kwargs: dict[str, Any] | None = None,

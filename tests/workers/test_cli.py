@@ -118,6 +118,10 @@ def test_check_reward_reports_term_magnitudes_or_the_reason(tmp_path: Path):
     proc = run_cli("check-reward", str(good), "--env", "HalfCheetah-v5", "--steps", "50")
     assert proc.returncode == 0, proc.stderr
     assert "OK on HalfCheetah-v5" in proc.stdout and "forward" in proc.stdout
+    # The layers in force, as this machine gives all of them.
+    layers = proc.stdout.split("sandbox layers: ")[1].splitlines()[0]
+    assert layers.startswith("clean-env, rlimits, identity, netns, landlock-fs"), layers
+    assert "seccomp" in layers and "missing" not in layers
 
     bad = tmp_path / "bad_reward.py"
     bad.write_text("import socket\ndef reward_fn(obs, action, next_obs, info):\n    return 0, {}\n")
@@ -139,3 +143,21 @@ def test_check_judge_scores_a_random_episode(tmp_path: Path):
     assert "score" in proc.stdout and "tall" in proc.stdout
     line = one_line_error(run_cli("check-judge", str(judge), "--env", "Hopperr-v5"))
     assert "--env: unknown environment" in line
+
+
+def test_check_reward_refuses_when_a_required_layer_is_missing(tmp_path: Path):
+    good = tmp_path / "reward_fn.py"
+    good.write_text("def reward_fn(obs, action, next_obs, info):\n    return 0.0, {'zero': 0.0}\n")
+    args = ("check-reward", str(good), "--env", "HalfCheetah-v5", "--steps", "10")
+    # As on a kernel without Landlock: refused, in one line naming the layer and the setting.
+    line = one_line_error(run_cli(*args, POLICYFORGE_SANDBOX_TEST_DISABLE="landlock-fs"))
+    assert "sandbox layer 'landlock-fs' is not available here" in line
+    assert "POLICYFORGE_SANDBOX_ALLOW_MISSING=landlock-fs" in line
+    # Accepted knowingly: it runs, and says what is missing.
+    proc = run_cli(
+        *args,
+        POLICYFORGE_SANDBOX_TEST_DISABLE="landlock-fs",
+        POLICYFORGE_SANDBOX_ALLOW_MISSING="landlock-fs",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "missing: landlock-fs: disabled for this test" in proc.stdout

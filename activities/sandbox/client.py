@@ -1,0 +1,388 @@
+"""The trusted side of the sandbox: starts the sandbox process, checks its layers, and talks
+to it in frames (see `wire.py`).
+
+Everything that comes back is parsed as JSON or float64 arrays and checked here; a process that
+dies, hangs or answers out of format is the generated code's fault, reported in one line.
+
+    with SandboxClient() as box:
+        rewards = SandboxRewards(box, source, "reward_fn.py")
+        rid = rewards.new_instance()
+        [(total, terms)] = rewards.score([(rid, obs, action, next_obs, info)])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from activities.sandbox import layers, wire
+from activities.sandbox.reward_code import LARGE, MAX_TERM_NAME, MAX_TERMS, RewardLoadError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 120.0  # numpy import and the layers; slow only on a loaded machine
+LOAD_TIMEOUT_S = 30.0
+STDERR_TAIL_BYTES = 4000
+
+Transition = tuple[int, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
+
+
+class CodeFault(RuntimeError):
+    """Generated code failed, hung, died or answered out of format; one line."""
+
+
+def sandbox_env(scratch: Path) -> dict[str, str]:
+    """Built from nothing: no variable of the worker's reaches generated code, but the
+    sandbox's own settings."""
+    env = {
+        "PYTHONPATH": str(REPO_ROOT),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONWARNINGS": "ignore",
+        "HOME": str(scratch),
+        "TMPDIR": str(scratch),
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "POLICYFORGE_PARENT_PID": str(os.getpid()),
+    }
+    env.update({k: v for k, v in os.environ.items() if k.startswith("POLICYFORGE_SANDBOX_")})
+    return env
+
+
+class SandboxClient:
+    """One sandbox process and its scratch folder (removed on close)."""
+
+    def __init__(
+        self,
+        *,
+        cpu_s: int = 0,
+        memory_mb: int = 0,
+        probe: bool = False,
+        call_timeout_s: float = 30.0,
+    ) -> None:
+        self.scratch = Path(tempfile.mkdtemp(prefix="pf-sandbox-"))
+        self.call_timeout_s = call_timeout_s
+        self._stderr_path = self.scratch / "stderr.txt"
+        argv = [sys.executable, "-m", "activities.sandbox.host", "--scratch", str(self.scratch)]
+        argv += ["--cpu-s", str(cpu_s), "--memory-mb", str(memory_mb)]
+        if probe:
+            argv.append("--probe")
+        with self._stderr_path.open("wb") as err:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                cwd=self.scratch,
+                env=sandbox_env(self.scratch),
+                close_fds=True,
+            )
+        assert self.proc.stdout is not None and self.proc.stdin is not None
+        self._reader = wire.FrameReader(self.proc.stdout.fileno())
+        self._stdin_fd = self.proc.stdin.fileno()
+        try:
+            ready, _ = self._read(START_TIMEOUT_S, "starting the sandbox")
+        except CodeFault as exc:
+            self.close()
+            raise layers.SandboxUnavailable(f"the sandbox process did not start: {exc}") from None
+        self.applied = [str(x) for x in ready.get("applied", [])]
+        self.missing = {str(k): str(v) for k, v in dict(ready.get("missing", {})).items()}
+        refused = layers.refusal(self.missing)
+        if refused:
+            self.close()
+            raise layers.SandboxUnavailable(refused)
+
+    def describe(self) -> str:
+        return layers.describe(self.applied, self.missing)
+
+    def _stderr_tail(self) -> str:
+        try:
+            with self._stderr_path.open("rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(f.tell() - STDERR_TAIL_BYTES, 0))
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return ""
+        lines = [line for line in text.splitlines() if line.strip()]
+        return lines[-1][:300] if lines else ""
+
+    def _died(self, what: str) -> CodeFault:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        code = self.proc.returncode
+        how = (
+            "was killed"
+            if code is None
+            else (f"was killed by signal {-code}" if code < 0 else f"exited with status {code}")
+        )
+        tail = self._stderr_tail()
+        return CodeFault(f"the sandbox {how} while {what}" + (f": {tail}" if tail else ""))
+
+    def _read(self, timeout_s: float, what: str) -> tuple[dict[str, Any], bytes]:
+        try:
+            return self._reader.read(timeout_s)
+        except TimeoutError:
+            self.proc.kill()
+            raise CodeFault(f"{what} took longer than {timeout_s:.0f} s") from None
+        except wire.WireError as exc:
+            if "closed" in str(exc):
+                raise self._died(what) from None
+            self.proc.kill()
+            raise CodeFault(f"the sandbox answered out of format while {what}: {exc}") from None
+
+    def call(
+        self, header: dict[str, Any], payload: bytes = b"", *, timeout_s: float | None = None
+    ) -> tuple[dict[str, Any], bytes]:
+        """One operation; its answer, or CodeFault with the sandbox's one-line error."""
+        what = str(header.get("op"))
+        try:
+            wire.write_all(self._stdin_fd, wire.encode(header, payload))
+        except OSError:
+            raise self._died(what) from None
+        answer, body = self._read(timeout_s or self.call_timeout_s, what)
+        if "error" in answer:
+            raise CodeFault(" ".join(str(answer["error"]).split())[:500])
+        return answer, body
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def __enter__(self) -> SandboxClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def probe() -> tuple[list[str], dict[str, str]]:
+    """The layers this platform gives the sandbox: (applied, {missing: why}); a worker logs
+    them at start. Never raises for a missing layer."""
+    prior = os.environ.get(layers.ALLOW_MISSING_VAR)
+    os.environ[layers.ALLOW_MISSING_VAR] = ",".join(layers.REQUIRED)  # report, do not refuse
+    try:
+        box = SandboxClient(probe=True)
+    except layers.SandboxUnavailable as exc:
+        return [], {"sandbox": str(exc)}
+    finally:
+        if prior is None:
+            os.environ.pop(layers.ALLOW_MISSING_VAR, None)
+        else:
+            os.environ[layers.ALLOW_MISSING_VAR] = prior
+    box.close()
+    return box.applied, box.missing
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating)
+
+
+def _layout(info: dict[str, Any]) -> list[tuple[str, int]]:
+    """The info fields a reward sees, as (name, width); 0 means a scalar."""
+    out: list[tuple[str, int]] = []
+    for key, value in info.items():
+        if key.startswith("_") or not isinstance(key, str):
+            continue
+        if _is_number(value):
+            out.append((key, 0))
+        elif isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and value.size:
+            out.append((key, int(value.size)))
+    return out
+
+
+class SandboxRewards:
+    """The session's reward, run in the sandbox: one instance per env, scored in batches.
+
+    The trusted side of `LoadedReward`: latex, terms, per-instance state over there, and the
+    counts of repaired (non-finite, clipped) rewards at the end.
+    """
+
+    def __init__(
+        self,
+        box: SandboxClient,
+        source: str,
+        filename: str,
+        *,
+        strict: bool = True,
+        python_layers: bool = True,
+    ) -> None:
+        self.box = box
+        self.filename = filename
+        header = {
+            "op": "load_reward",
+            "source": source,
+            "filename": filename,
+            "strict": strict,
+            "python_layers": python_layers,
+        }
+        answer = self._call(header, timeout_s=LOAD_TIMEOUT_S)[0]
+        self.latex = str(answer.get("latex", ""))[:2000]
+        self.terms = [str(t)[:MAX_TERM_NAME] for t in list(answer.get("terms", []))[:MAX_TERMS]]
+        self._spare: int | None = int(answer["id"])  # the instance the load made
+        self._layouts: dict[tuple[str, ...], tuple[list[str], list[list[Any]] | None]] = {}
+        self._budget_s = _call_budget()
+
+    def _call(
+        self, header: dict[str, Any], payload: bytes = b"", timeout_s: float | None = None
+    ) -> tuple[dict[str, Any], bytes]:
+        try:
+            return self.box.call(header, payload, timeout_s=timeout_s)
+        except CodeFault as exc:
+            raise RewardLoadError(str(exc)) from None
+
+    def new_instance(self) -> int:
+        """A fresh instance (the module run again): stateful rewards never share state."""
+        if self._spare is not None:
+            rid, self._spare = self._spare, None
+            return rid
+        return int(self._call({"op": "instance"}, timeout_s=LOAD_TIMEOUT_S)[0]["id"])
+
+    def drop(self, rid: int) -> None:
+        with contextlib.suppress(RewardLoadError):
+            self._call({"op": "drop", "id": rid})
+
+    def counts(self) -> dict[str, int]:
+        answer = self._call({"op": "counts"})[0]
+        return {k: int(answer.get(k, 0)) for k in ("calls", "nonfinite", "clipped")}
+
+    def _layout_of(self, info: dict[str, Any]) -> tuple[list[str], list[list[Any]] | None]:
+        """(field names, wire layout) for this info's keys; cached per key set, and None for
+        the layout until the first batch fixes the array widths."""
+        key = tuple(info)
+        cached = self._layouts.get(key)
+        if cached is None:
+            cached = ([n for n, _ in _layout(info)], None)
+            self._layouts[key] = cached
+        return cached
+
+    def score(self, batch: Sequence[Transition]) -> list[tuple[float, dict[str, float]]]:
+        """(total, terms) per transition, in order; RewardLoadError blames the reward."""
+        info0 = batch[0][4]
+        names, wire_layout = self._layout_of(info0)
+        if any(tuple(t[4]) != tuple(info0) for t in batch[1:]):
+            # Fields differ within the batch (rare): score one at a time.
+            return [r for t in batch for r in self.score([t])]
+        columns = [
+            np.asarray([t[1] for t in batch], dtype=np.float64),
+            np.asarray([t[2] for t in batch], dtype=np.float64).reshape(len(batch), -1),
+            np.asarray([t[3] for t in batch], dtype=np.float64),
+        ]
+        columns += [
+            np.asarray([t[4][name] for t in batch], dtype=np.float64).reshape(len(batch), -1)
+            for name in names
+        ]
+        if wire_layout is None:
+            scalar = {n for n, w in _layout(info0) if w == 0}
+            wire_layout = [
+                [name, 0 if name in scalar else col.shape[1]]
+                for name, col in zip(["obs", "action", "next_obs", *names], columns, strict=True)
+            ]
+            self._layouts[tuple(info0)] = (names, wire_layout)
+        header = {
+            "op": "score",
+            "ids": [t[0] for t in batch],
+            "start": [bool(t[4].get("_episode_start", False)) for t in batch],
+            "layout": wire_layout,
+        }
+        # A whole batch may take the per-call budget for each transition.
+        timeout = max(self.box.call_timeout_s, 2.0 + 1.5 * len(batch) * self._budget_s)
+        data = np.concatenate(columns, axis=1)
+        answer, body = self._call(header, data.tobytes(), timeout_s=timeout)
+        return _decode_scores(answer, body, len(batch))
+
+
+def _call_budget() -> float:
+    from activities.sandbox.guards import call_budget_s
+
+    return call_budget_s()
+
+
+def _names(raw: Any) -> list[str]:
+    if not isinstance(raw, list) or len(raw) > MAX_TERMS:
+        raise RewardLoadError("the reward's sandbox answered with a malformed list of terms")
+    if not all(isinstance(n, str) and len(n) <= MAX_TERM_NAME for n in raw):
+        raise RewardLoadError("the reward's sandbox answered with malformed term names")
+    return raw
+
+
+def _decode_scores(
+    answer: dict[str, Any], body: bytes, n: int
+) -> list[tuple[float, dict[str, float]]]:
+    if len(body) % 8:
+        raise RewardLoadError("the reward's sandbox answered with a malformed payload")
+    values = np.frombuffer(body, dtype=np.float64)
+    if not np.isfinite(values).all() or (np.abs(values) > LARGE * (1 + 1e-9)).any():
+        raise RewardLoadError("the reward's sandbox answered with non-finite or huge numbers")
+    if "names" in answer:
+        names = _names(answer["names"])
+        if values.size != n * (1 + len(names)):
+            raise RewardLoadError("the reward's sandbox answered with the wrong number of values")
+        rows = values.reshape(n, 1 + len(names)).tolist()
+        return [(row[0], dict(zip(names, row[1:], strict=True))) for row in rows]
+    per_row = answer.get("rows")
+    if not isinstance(per_row, list) or len(per_row) != n:
+        raise RewardLoadError("the reward's sandbox answered with the wrong number of rows")
+    out: list[tuple[float, dict[str, float]]] = []
+    flat = values.tolist()
+    pos = 0
+    for raw in per_row:
+        names = _names(raw)
+        if pos + 1 + len(names) > len(flat):
+            raise RewardLoadError("the reward's sandbox answered with too few values")
+        out.append((flat[pos], dict(zip(names, flat[pos + 1 : pos + 1 + len(names)], strict=True))))
+        pos += 1 + len(names)
+    if pos != len(flat) or not all(math.isfinite(x) for x in flat):
+        raise RewardLoadError("the reward's sandbox answered with too many values")
+    return out
+
+
+def judge_in_sandbox(
+    box: SandboxClient,
+    source: str,
+    filename: str,
+    trajectories: Sequence[dict[str, np.ndarray]],
+    criteria: list[str],
+    *,
+    python_layers: bool = True,
+    timeout_s: float = 90.0,
+) -> list[dict[str, Any]]:
+    """The judge's raw answers for each trajectory (checked again by the caller); CodeFault
+    when the judge code fails."""
+    load = {"op": "load_judge", "source": source, "filename": filename}
+    box.call({**load, "python_layers": python_layers}, timeout_s=LOAD_TIMEOUT_S)
+    out = []
+    for trajectory in trajectories:
+        arrays, chunks = [], []
+        for name, arr in trajectory.items():
+            arr = np.ascontiguousarray(arr)
+            if arr.dtype.kind not in "biufU":
+                continue
+            arrays.append([name, arr.dtype.str, list(arr.shape)])
+            chunks.append(arr.tobytes())
+        header = {"op": "judge", "arrays": arrays, "criteria": criteria}
+        answer, _ = box.call(header, b"".join(chunks), timeout_s=timeout_s)
+        judgment = answer.get("judgment")
+        if not isinstance(judgment, dict):
+            raise CodeFault("the judge's sandbox answered without a judgment")
+        out.append(judgment)
+    return out

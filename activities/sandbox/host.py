@@ -1,0 +1,257 @@
+"""The sandbox process: the only place where generated reward and judge code runs.
+
+    python -m activities.sandbox.host --scratch DIR [--cpu-s N] [--probe]
+
+It imports what generated code may use, confines itself (see `confine.py`), reports which
+layers hold in a first frame, and then answers frames from its client on stdin/stdout (see
+`client.py` for the operations). It refuses to go on when a required layer is missing. Its
+stderr is a file in the scratch folder, which the client reads when the process dies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+import numpy as np
+
+from activities.sandbox import guards, layers, wire
+from activities.sandbox.confine import confine_sandbox
+from activities.sandbox.reward_code import LoadedReward, RewardLoadError, load_reward
+
+_FILES: tuple[str, ...] = ()
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+class CodeFault(Exception):
+    """Generated code failed; one line, blamed on it."""
+
+
+def _blame(exc: BaseException) -> str:
+    from activities.judging.judge_runtime import JudgeLoadError
+
+    if isinstance(exc, RewardLoadError | JudgeLoadError):
+        return _one_line(str(exc))
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in _FILES]
+    where = f"{frames[-1].filename} line {frames[-1].lineno}: " if frames else ""
+    return _one_line(f"{where}{type(exc).__name__}: {exc}")
+
+
+class Host:
+    """The reward instances (one per env: stateful rewards keep state per episode) and the
+    judge of one child run."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.rewards: dict[int, LoadedReward] = {}
+        self.template: LoadedReward | None = None
+        self.judge: Callable[[dict], Any] | None = None
+        self._next_id = 0
+
+    def _add(self, reward: LoadedReward) -> int:
+        rid = self._next_id
+        self._next_id += 1
+        self.rewards[rid] = reward
+        return rid
+
+    def load_reward(self, h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
+        global _FILES
+        _FILES = (*_FILES, str(h["filename"]))
+        reward = load_reward(
+            str(h["source"]),
+            str(h["filename"]),
+            strict=bool(h.get("strict", True)),
+            copy_inputs=False,
+            python_layers=bool(h.get("python_layers", True)),
+        )
+        self.template = reward
+        return {"id": self._add(reward), "latex": reward.latex[:2000], "terms": reward.terms}, b""
+
+    def instance(self, _h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
+        if self.template is None:
+            raise RuntimeError("no reward loaded")
+        return {"id": self._add(self.template.clone())}, b""
+
+    def drop(self, h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
+        self.rewards.pop(int(h["id"]), None)
+        return {}, b""
+
+    def score(self, h: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
+        ids, starts, layout = h["ids"], h["start"], h["layout"]
+        n = len(ids)
+        width = sum(max(int(w), 1) for _, w in layout)
+        data = np.frombuffer(payload, dtype=np.float64).reshape(n, width)
+        # Column views per field once per batch; scalars as Python floats, arrays as
+        # read-only row views (the buffer is immutable bytes).
+        columns: dict[str, Any] = {}
+        pos = 0
+        for name, w in layout:
+            w = int(w)
+            columns[name] = data[:, pos].tolist() if w == 0 else data[:, pos : pos + max(w, 1)]
+            pos += max(w, 1)
+        obs_all, act_all = columns.pop("obs"), columns.pop("action")
+        next_all = columns.pop("next_obs")
+        totals: list[float] = []
+        rows: list[list[str]] = []
+        values: list[list[float]] = []
+        for i, rid in enumerate(ids):
+            info = {name: col[i] for name, col in columns.items()}
+            info["_episode_start"] = bool(starts[i])
+            total, terms = self.rewards[int(rid)](obs_all[i], act_all[i], next_all[i], info)
+            totals.append(total)
+            rows.append(list(terms))
+            values.append(list(terms.values()))
+        same = all(r == rows[0] for r in rows)
+        flat: list[float] = []
+        for total, vals in zip(totals, values, strict=True):
+            flat.append(total)
+            flat.extend(vals)
+        header: dict[str, Any] = {"names": rows[0]} if same else {"rows": rows}
+        return header, np.asarray(flat, dtype=np.float64).tobytes()
+
+    def counts(self, _h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
+        rs = self.rewards.values()
+        return {
+            "calls": sum(r.calls for r in rs),
+            "nonfinite": sum(r.nonfinite for r in rs),
+            "clipped": sum(r.clipped for r in rs),
+        }, b""
+
+    def load_judge(self, h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
+        global _FILES
+        from activities.judging.judge_runtime import load_judge
+
+        _FILES = (*_FILES, str(h["filename"]))
+        self.judge = load_judge(
+            str(h["source"]), str(h["filename"]), python_layers=bool(h.get("python_layers", True))
+        )
+        return {}, b""
+
+    def run_judge(self, h: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
+        from activities.judging.judge_runtime import check_judgment
+
+        if self.judge is None:
+            raise RuntimeError("no judge loaded")
+        trajectory: dict[str, np.ndarray] = {}
+        pos = 0
+        for name, dtype, shape in h["arrays"]:
+            dt = np.dtype(dtype)
+            size = int(np.prod(shape)) * dt.itemsize
+            trajectory[name] = np.frombuffer(payload[pos : pos + size], dtype=dt).reshape(shape)
+            pos += size
+        judged = check_judgment(self.judge(trajectory), list(h.get("criteria", [])))
+        return {"judgment": judged}, b""
+
+    def serve(self, inp: IO[bytes]) -> None:
+        ops = {
+            "load_reward": self.load_reward,
+            "instance": self.instance,
+            "drop": self.drop,
+            "score": self.score,
+            "counts": self.counts,
+            "load_judge": self.load_judge,
+            "judge": self.run_judge,
+        }
+        while True:
+            try:
+                header, payload = wire.recv(inp)
+            except wire.WireError:
+                return  # the client closed the channel: done
+            op = ops.get(str(header.get("op")))
+            if op is None:
+                wire.send(self.out, {"error": f"unknown operation {header.get('op')!r}"})
+                continue
+            try:
+                answer, body = op(header, payload)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - generated code's failures
+                wire.send(self.out, {"error": _blame(exc), "fault": True})
+                continue
+            wire.send(self.out, answer, body)
+
+
+def _preload() -> None:
+    """Import everything generated code and this host may touch before the process confines
+    itself: afterwards the project's source is unreadable, and imports that are not already
+    done fail."""
+    import cmath  # noqa: F401
+    import collections  # noqa: F401
+    import functools  # noqa: F401
+    import itertools  # noqa: F401
+    import math  # noqa: F401
+    import random  # noqa: F401
+    import statistics  # noqa: F401
+
+    import numpy.linalg  # noqa: F401
+    import numpy.random  # noqa: F401
+
+    import activities.judging.judge_runtime  # noqa: F401
+    import activities.sandbox.restricted  # noqa: F401
+
+    # pyseccomp loads libseccomp through ctypes.util (which may run ldconfig): before confining.
+    # Without it the seccomp layer is reported missing.
+    with contextlib.suppress(ImportError):
+        import pyseccomp  # noqa: F401
+
+    # numpy imports its printing code lazily from C on the first str() of an array.
+    str(np.zeros(3))
+    repr(np.zeros((2, 2), dtype=np.float32))
+    f"{np.float64(1.5):.2f}"
+
+
+def _die_with_parent() -> None:
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    parent = os.environ.get("POLICYFORGE_PARENT_PID", "")
+    if parent.isdigit() and os.getppid() != int(parent):
+        os._exit(1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m activities.sandbox.host")
+    parser.add_argument("--scratch", type=Path, required=True)
+    parser.add_argument("--cpu-s", type=int, default=0)
+    parser.add_argument("--memory-mb", type=int, default=0)
+    parser.add_argument("--probe", action="store_true")
+    args = parser.parse_args(argv)
+    _die_with_parent()
+    # The channel: frames out on a private copy of stdout; fd 1 (and print) go to stderr.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    inp = os.fdopen(0, "rb")
+
+    def fatal(message: str) -> NoReturn:
+        # A call of generated code overran its budget: say so, then stop at once.
+        wire.send(out, {"error": message, "fault": True})
+        os._exit(1)
+
+    guards.set_fatal_reporter(fatal)
+    _preload()
+    applied, missing = confine_sandbox(args.scratch, cpu_s=args.cpu_s, memory_mb=args.memory_mb)
+    refused = layers.refusal(missing)
+    wire.send(out, {"ready": True, "applied": applied, "missing": missing, "refused": refused})
+    if refused or args.probe:
+        return 0
+    Host(out).serve(inp)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception as exc:  # noqa: BLE001 - the client reads this line from stderr
+        sys.stderr.write(json.dumps({"host_error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        sys.exit(1)

@@ -1,0 +1,259 @@
+"""Loading reward code in the project's contract, with the runtime guards around each call.
+
+The contract (DESIGN.md): a class deriving `RewardFunction` with
+`compute(obs, action, next_obs, info) -> (float, dict[str, float])` and `latex` / `terms`
+properties, or a plain `reward_fn(obs, action, next_obs, info)` returning the same pair.
+`RewardFunction` is predefined in the namespace the code runs in, so reward files need no import.
+
+Generated code is loaded here inside the sandbox process (`activities.sandbox.host`) only; the
+trainer, the evaluator and the workers never run it. No gymnasium import: the sandbox process
+stays small and quick to start.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Callable
+from typing import Any
+
+from activities.sandbox import guards
+from activities.sandbox.restricted import exec_untrusted
+from activities.sandbox.static_check import SandboxViolation, check_source
+
+
+class RewardLoadError(ValueError):
+    """Reward code that cannot be used; the message is one line a person or an LLM can act on."""
+
+
+class RewardFunction(abc.ABC):
+    """Base class for reward code. Subclasses implement `compute` and describe themselves; one
+    without `compute` cannot be instantiated, so loading it fails with that reason."""
+
+    @abc.abstractmethod
+    def compute(self, obs, action, next_obs, info) -> tuple[float, dict[str, float]]:
+        """The reward for one transition and its named terms (the total is their sum)."""
+
+    @property
+    def latex(self) -> str:
+        return ""
+
+    @property
+    def terms(self) -> list[str]:
+        return []
+
+
+MAX_TERMS = 64
+MAX_TERM_NAME = 64
+# Non-finite rewards tolerated in training (zeroed and counted) before the run is failed.
+MAX_NONFINITE_FRACTION = 0.01
+LARGE = 1e6  # |reward| above this is clipped and counted: it would swamp PPO's value targets
+
+
+class LoadedReward:
+    """Uniform view over either form of the contract, with the sandbox's runtime guards.
+
+    Each call gets read-only copies of obs, action and info (so writing to them raises and
+    never reaches the simulator), runs under a time budget, and its result is checked. With
+    `strict` (validation) a NaN/inf reward is an error; otherwise (training) it becomes 0 and
+    is counted, and the run fails when more than 1% of the steps are non-finite.
+    """
+
+    def __init__(
+        self,
+        compute: Callable[..., Any],
+        latex: str,
+        terms: list[str],
+        *,
+        strict: bool = True,
+        guarded: bool = True,
+        copy_inputs: bool = True,
+    ) -> None:
+        self._compute = compute
+        self.latex = latex
+        self.terms = terms
+        self.strict = strict
+        self.guarded = guarded
+        # The sandbox process hands over views of an immutable buffer: no copies needed there.
+        self.copy_inputs = copy_inputs
+        self.python_layers = True
+        self.calls = 0
+        self.nonfinite = 0
+        self.clipped = 0
+        self._budget = guards.Budget(guards.call_budget_s(), "the reward") if guarded else None
+        self._next_src: Any = None
+        self._next_ro: Any = None
+        self.source: str | None = None  # set by load_reward, for clone()
+        self.filename = "<reward>"
+
+    def clone(self) -> LoadedReward:
+        """A fresh instance (the module run again): one per env, so that state a reward keeps
+        across steps is never shared between the vectorised envs."""
+        if self.source is None:
+            return self
+        return load_reward(
+            self.source,
+            self.filename,
+            strict=self.strict,
+            guarded=self.guarded,
+            copy_inputs=self.copy_inputs,
+            python_layers=self.python_layers,
+        )
+
+    def __call__(self, obs, action, next_obs, info) -> tuple[float, dict[str, float]]:
+        self.calls += 1
+        if self._budget is None:
+            return self._check(self._compute(obs, action, next_obs, info))
+        if self.copy_inputs:
+            ro = guards.readonly
+            # This step's obs is the last step's next_obs: reuse its read-only copy.
+            obs_ro = self._next_ro if obs is self._next_src else ro(obs)
+            next_ro = ro(next_obs)
+            self._next_src, self._next_ro = next_obs, next_ro
+            args = (obs_ro, ro(action), next_ro, guards.readonly_info(info))
+        else:
+            args = (obs, action, next_obs, info)
+        budget = self._budget
+        budget.arm()
+        try:
+            out = self._compute(*args)
+        finally:
+            budget.disarm()
+        return self._check(out)
+
+    def _check(self, out: Any) -> tuple[float, dict[str, float]]:
+        if not (type(out) is tuple and len(out) == 2 and isinstance(out[1], dict)):
+            got = type(out).__name__
+            if isinstance(out, tuple):
+                got = f"a tuple of {len(out)} ({', '.join(type(x).__name__ for x in out)})"
+            raise RewardLoadError(
+                f"reward must return (float, dict[str, float]), e.g. (r, {{'forward': r}}); "
+                f"got {got}"
+            )
+        total, terms = out
+        if len(terms) > MAX_TERMS:
+            raise RewardLoadError(f"reward returned {len(terms)} terms; at most {MAX_TERMS}")
+        try:
+            total = float(total)
+            terms = {
+                (k if type(k) is str and len(k) <= MAX_TERM_NAME else str(k)[:MAX_TERM_NAME]): (
+                    float(v)
+                )
+                for k, v in terms.items()
+            }
+        except (TypeError, ValueError) as exc:
+            raise RewardLoadError(
+                f"reward total and terms must be numbers ({exc}); got total "
+                f"{type(total).__name__} and terms {_types(terms)}"
+            ) from None
+        finite = math.isfinite(total) and all(map(math.isfinite, terms.values()))
+        if finite and -LARGE <= total <= LARGE:
+            return total, terms
+        return self._repair(total, terms, finite)
+
+    def _repair(
+        self, total: float, terms: dict[str, float], finite: bool
+    ) -> tuple[float, dict[str, float]]:
+        """Non-finite or huge rewards: an error in validation; zeroed or clipped in training."""
+        if not finite:
+            if self.strict:
+                raise RewardLoadError(f"reward is not finite ({total}); terms: {terms}")
+            self.nonfinite += 1
+            if self.calls >= 1000 and self.nonfinite > MAX_NONFINITE_FRACTION * self.calls:
+                raise RewardLoadError(
+                    f"reward was NaN or infinite in {self.nonfinite} of {self.calls} steps; "
+                    f"the last terms: {terms}"
+                )
+            terms = {k: (v if math.isfinite(v) else 0.0) for k, v in terms.items()}
+            total = sum(terms.values())
+        if abs(total) > LARGE:
+            self.clipped += 1
+            scale = LARGE / abs(total)
+            terms = {k: v * scale for k, v in terms.items()}
+            total = math.copysign(LARGE, total)
+        return total, terms
+
+
+def _types(terms: Any) -> str:
+    if not isinstance(terms, dict):
+        return type(terms).__name__
+    return "{" + ", ".join(f"{k!r}: {type(v).__name__}" for k, v in list(terms.items())[:4]) + "}"
+
+
+def parse_check(source: str, filename: str = "<reward>") -> None:
+    """Raise RewardLoadError naming the line when the code does not parse or is not allowed."""
+    try:
+        check_source(source, filename)
+    except SandboxViolation as exc:
+        raise RewardLoadError(str(exc)) from None
+
+
+def load_reward(
+    source: str,
+    filename: str = "<reward>",
+    *,
+    strict: bool = True,
+    guarded: bool = True,
+    copy_inputs: bool = True,
+    python_layers: bool = True,
+) -> LoadedReward:
+    """Load reward code through the Python layers (static check, restricted builtins).
+
+    guarded=False: plain exec and no runtime guards, only for the overhead benchmark's fixed
+    reward. python_layers=False (tests only): plain exec with the real builtins but the runtime
+    guards kept, to show that the OS layer contains the code on its own.
+    """
+    predefined = {"RewardFunction": RewardFunction}
+    guards.register_generated_file(filename)
+    try:
+        if guarded and python_layers:
+            namespace = exec_untrusted(source, filename, predefined)
+        else:
+            namespace = {"__name__": "reward_module", **predefined}
+            exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - see the docstring
+    except SandboxViolation as exc:
+        raise RewardLoadError(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - any failure of user code is reported, not raised
+        raise RewardLoadError(f"{filename} failed to load: {_one(exc)}") from None
+
+    reward = _reward_from(
+        namespace, filename, strict=strict, guarded=guarded, copy_inputs=copy_inputs
+    )
+    reward.python_layers = python_layers
+    reward.source = source
+    reward.filename = filename
+    return reward
+
+
+def _reward_from(
+    namespace: dict[str, Any], filename: str, *, strict: bool, guarded: bool, copy_inputs: bool
+) -> LoadedReward:
+    classes = [
+        v
+        for v in namespace.values()
+        if isinstance(v, type) and v is not RewardFunction and callable(getattr(v, "compute", None))
+    ]
+    # Prefer classes that derive from our base; a duck-typed class with compute() also works.
+    classes.sort(key=lambda c: not issubclass(c, RewardFunction))
+    opts = {"strict": strict, "guarded": guarded, "copy_inputs": copy_inputs}
+    if classes:
+        try:
+            obj = classes[0]()
+        except Exception as exc:  # noqa: BLE001
+            raise RewardLoadError(f"{classes[0].__name__}() failed: {_one(exc)}") from None
+        return LoadedReward(
+            obj.compute, str(getattr(obj, "latex", "")), list(getattr(obj, "terms", [])), **opts
+        )
+    fn = namespace.get("reward_fn")
+    if callable(fn):
+        return LoadedReward(
+            fn, str(namespace.get("LATEX", "")), list(namespace.get("TERMS", [])), **opts
+        )
+    raise RewardLoadError(
+        f"{filename} defines no RewardFunction subclass "
+        "and no reward_fn(obs, action, next_obs, info)"
+    )
+
+
+def _one(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
