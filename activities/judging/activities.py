@@ -72,7 +72,7 @@ def checkpoint_trajectories(store: ArtifactStore, trajectory_key: str) -> dict[s
     prefix = f"{head}/evals/pct_"
     out: dict[str, list[str]] = {}
     for key in sorted(store.list_keys(prefix)):
-        if key.endswith(".npz"):
+        if key.endswith(".npz") and not key.endswith("/vecnormalize.npz"):  # not an episode
             pct = key[len(prefix) :].split("/", 1)[0]
             out.setdefault(pct, []).append(key)
     return dict(sorted(out.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0))

@@ -71,7 +71,10 @@ class SandboxClient:
         probe: bool = False,
         call_timeout_s: float = 30.0,
     ) -> None:
-        self.scratch = Path(tempfile.mkdtemp(prefix="pf-sandbox-"))
+        # Under the run's own temporary folder when the supervisor gave one (removed with the
+        # run, even when this process is killed), else under TMPDIR.
+        root = os.environ.get("POLICYFORGE_RUN_TMP") or None
+        self.scratch = Path(tempfile.mkdtemp(prefix="pf-sandbox-", dir=root))
         self.call_timeout_s = call_timeout_s
         self._stderr_path = self.scratch / "stderr.txt"
         argv = [sys.executable, "-m", "activities.sandbox.host", "--scratch", str(self.scratch)]
@@ -79,6 +82,9 @@ class SandboxClient:
         if probe:
             argv.append("--probe")
         with self._stderr_path.open("wb") as err:
+            # Our own handle on the file: the code may replace the path with a link or a FIFO
+            # later, the runner still reads what the sandbox wrote.
+            self._stderr_fd = os.open(self._stderr_path, os.O_RDONLY | os.O_CLOEXEC)
             self.proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE,
@@ -108,10 +114,9 @@ class SandboxClient:
 
     def _stderr_tail(self) -> str:
         try:
-            with self._stderr_path.open("rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(f.tell() - STDERR_TAIL_BYTES, 0))
-                text = f.read().decode(errors="replace")
+            size = os.fstat(self._stderr_fd).st_size
+            start = max(size - STDERR_TAIL_BYTES, 0)
+            text = os.pread(self._stderr_fd, size - start, start).decode(errors="replace")
         except OSError:
             return ""
         lines = [line for line in text.splitlines() if line.strip()]
@@ -166,6 +171,8 @@ class SandboxClient:
             self.proc.wait()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+        with contextlib.suppress(OSError):
+            os.close(self._stderr_fd)
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def __enter__(self) -> SandboxClient:

@@ -168,6 +168,12 @@ def confine_sandbox(
         return ident["identity"]
 
     layer("identity", identity)
+    # A change of credentials clears the parent-death signal: set it again, so the sandbox
+    # never outlives its runner (PR_SET_PDEATHSIG = 1, SIGKILL = 9).
+    _libc.prctl(1, 9, 0, 0, 0)
+    parent = os.environ.get("POLICYFORGE_PARENT_PID", "")
+    if parent.isdigit() and os.getppid() != int(parent):
+        os._exit(1)
     if "identity" not in off:
         layer("netns", lambda: ident.get("netns"))
     else:

@@ -22,6 +22,8 @@ NUMPY_EXPORTS = _names(
     abs absolute fabs sqrt cbrt square exp exp2 expm1 log log2 log10 log1p logaddexp logaddexp2
     sin cos tan arcsin arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh hypot sinc
     deg2rad rad2deg degrees radians unwrap angle real imag conj conjugate
+    acos acosh asin asinh atan atan2 atanh pow concat permute_dims matrix_transpose vecdot
+    cumulative_sum cumulative_prod unique_values unique_counts astype isneginf isposinf
 
     add subtract multiply divide true_divide floor_divide power float_power negative positive
     reciprocal mod fmod remainder divmod sign signbit copysign heaviside floor ceil round around
@@ -43,7 +45,8 @@ NUMPY_EXPORTS = _names(
     setdiff1d take take_along_axis diff ediff1d gradient convolve correlate interp polyfit
     polyval trapezoid trapz
 
-    ndim shape size isscalar iscomplexobj isrealobj issubdtype result_type errstate finfo iinfo
+    ndim shape size isscalar iscomplexobj isrealobj issubdtype result_type errstate seterr
+    geterr finfo iinfo
     array2string array_str array_repr format_float_positional format_float_scientific
 
     pi e inf nan newaxis euler_gamma

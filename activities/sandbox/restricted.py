@@ -195,6 +195,12 @@ def _namespace(module_name: str, members: dict[str, Any]) -> _CuratedModule:
     return cls()
 
 
+# Built when this module is imported: the sandbox process imports it before it confines itself,
+# after which no module that is not loaded yet can be imported.
+for _module_name in MODULE_EXPORTS:
+    _members(_module_name)
+
+
 def curated_modules() -> dict[str, _CuratedModule]:
     """A fresh namespace per allowed module (`numpy.linalg` is also `numpy`'s `linalg`)."""
     built: dict[str, _CuratedModule] = {}

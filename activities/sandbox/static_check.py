@@ -338,16 +338,21 @@ class _Checker(ast.NodeVisitor):
             self.fail(
                 func, f"str.{func.attr}() on a computed string is not allowed; use an f-string"
             )
+        self._format_fields(func, template.value)
+
+    def _format_fields(self, func: ast.Attribute, template: str) -> None:
         try:
-            fields = [f for _, f, _, _ in string.Formatter().parse(template.value) if f]
+            parsed = list(string.Formatter().parse(template))
         except ValueError as exc:
             self.fail(func, f"bad format string: {exc}")
-        for field_name in fields:
-            if "." in field_name or "[" in field_name:
+        for _, field_name, spec, _ in parsed:
+            if field_name and ("." in field_name or "[" in field_name):
                 self.fail(
                     func,
                     f"format field '{{{field_name}}}' reads attributes or items; not allowed",
                 )
+            if spec and "{" in spec:  # nested fields: "{0:{1.__class__}}"
+                self._format_fields(func, spec)
 
     # definitions and scopes -------------------------------------------------------------
 

@@ -23,8 +23,9 @@ ALLOWED = (
     "pipe2", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait",
     "epoll_pwait", "eventfd2", "getcwd", "chdir", "fchdir", "umask", "mkdir", "mkdirat",
     "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2", "ftruncate", "truncate",
-    "fsync", "fdatasync", "fallocate", "utimensat", "fchmod", "chmod", "fchmodat", "flock",
-    "fadvise64", "copy_file_range", "sendfile",
+    "fsync", "fdatasync", "fallocate", "fadvise64", "copy_file_range", "sendfile",
+    # Not chmod, chown, utimensat or flock: Landlock does not govern a file's metadata or
+    # locks, and the code could change those of files it can name outside its scratch.
     # memory
     "mmap", "munmap", "mprotect", "mremap", "madvise", "brk", "msync", "mincore", "membarrier",
     # threads, signals to itself, time

@@ -16,8 +16,9 @@ import time
 from typing import Any, BinaryIO
 
 _PREFIX = struct.Struct("<II")
-MAX_HEADER = 4 << 20
-MAX_PAYLOAD = 256 << 20
+# What a client accepts from the sandbox: answers are scores and short text, never bulk.
+MAX_HEADER = 1 << 20
+MAX_PAYLOAD = 16 << 20
 
 
 class WireError(RuntimeError):

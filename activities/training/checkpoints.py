@@ -70,14 +70,15 @@ def resume(
     scalars: Path,
     algo: str,
     build: Callable[[VecNormalize], BaseAlgorithm],
+    normalizer: type[VecNormalize] = VecNormalize,
 ) -> tuple[BaseAlgorithm, VecNormalize]:
     """The checkpoint's model and normaliser on fresh envs; its scalars copied to `scalars`, so
     the resumed run's metrics go on from the checkpoint's.
 
     `build` makes the model from the run's own settings (hyperparameters and schedules are
     code, not data read from the checkpoint); the checkpoint supplies the weights, optimizer
-    states and counters."""
-    vecnorm = load_vecnormalize(resume_dir / "vecnormalize.npz", venv)
+    states and counters; `normalizer` is the VecNormalize class the run trains with."""
+    vecnorm = load_vecnormalize(resume_dir / "vecnormalize.npz", venv, normalizer)
     vecnorm.training = True
     model = load_model(algo, resume_dir / "model.zip", vecnorm, build=build)
     model.set_logger(Logger(folder=None, output_formats=[]))

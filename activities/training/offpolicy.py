@@ -125,6 +125,7 @@ def train(
             emit,
             progress_interval_s,
             window=10,
+            scored=envs.take_scored,
             tensorboard=out_dir / "tensorboard",
             every=max(100, min(2048, timesteps // 10)),
         )

@@ -107,10 +107,12 @@ def save_vecnormalize(venv: VecNormalize, path: Path) -> None:
         np.savez(f, **arrays)
 
 
-def load_vecnormalize(path: str | Path, venv: VecEnv) -> VecNormalize:
-    """A fresh VecNormalize around `venv` with the statistics saved at `path` (training on, as
-    VecNormalize.load leaves it). Reads with allow_pickle=False; refuses anything but the npz
-    that save_vecnormalize writes."""
+def load_vecnormalize(
+    path: str | Path, venv: VecEnv, cls: type[VecNormalize] = VecNormalize
+) -> VecNormalize:
+    """A fresh VecNormalize (or the subclass `cls`) around `venv` with the statistics saved at
+    `path` (training on, as VecNormalize.load leaves it). Reads with allow_pickle=False;
+    refuses anything but the npz that save_vecnormalize writes."""
     name = Path(path).name
     try:
         loaded = np.load(path, allow_pickle=False)
@@ -134,7 +136,7 @@ def load_vecnormalize(path: str | Path, venv: VecEnv) -> VecNormalize:
             raise ValueError(f"{name}: {key} must be positive and finite (got {settings[key]})")
     if not 0 <= settings["gamma"] <= 1:
         raise ValueError(f"{name}: gamma must be in [0, 1] (got {settings['gamma']})")
-    vecnorm = VecNormalize(
+    vecnorm = cls(
         venv,
         training=True,
         norm_obs=norm_obs,
@@ -251,7 +253,7 @@ def read_meta(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{name} is not a readable zip: {_one_line(exc)}") from None
     try:
         meta = json.loads(raw.decode(), parse_constant=_no_constant)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"{name}: {META_NAME} is not JSON: {_one_line(exc)}") from None
     return _check_meta(meta, name)
 

@@ -30,7 +30,12 @@ from activities.training.evaluation import PeriodicEval
 from activities.training.presets import PPOPreset, preset_for
 from activities.training.reward_runtime import Rewards
 from activities.training.sim import make_env
-from activities.training.vec_env import ScoredVecEnv
+from activities.training.vec_env import (
+    DeferredVecNormalize,
+    Scored,
+    ScoredVecEnv,
+    defer_rewards,
+)
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -59,9 +64,11 @@ class MetricsCallback(BaseCallback):
         emit: Emit,
         interval_s: float,
         window: int,
+        scored: Callable[[], Scored],
         tensorboard: Path | None = None,
     ) -> None:
         super().__init__()
+        self.scored = scored
         self.scalars_path = scalars
         self.tensorboard_dir = tensorboard
         self._tb: Any = None
@@ -103,18 +110,16 @@ class MetricsCallback(BaseCallback):
             }
         )
 
+    def _take_scored(self) -> None:
+        """Rewards scored since the last look (each step for SAC/TD3, each rollout for PPO)."""
+        scored = self.scored()
+        for k, v in scored.term_sums.items():
+            self._term_sum[k] += v
+        self._term_steps += scored.transitions
+        self.episodes += [(self.num_timesteps, r, n, env_r) for r, n, env_r in scored.episodes]
+
     def _on_step(self) -> bool:
-        infos = self.locals["infos"]
-        term_sum = self._term_sum
-        self._term_steps += len(infos)
-        for info in infos:
-            terms = info.get("reward_terms")
-            if terms:
-                for k, v in terms.items():
-                    term_sum[k] += v
-            ep = info.get("episode")
-            if ep is not None:
-                self.episodes.append((self.num_timesteps, ep["r"], ep["l"], ep["env_r"]))
+        self._take_scored()
         if time.monotonic() - self._last_emit >= self.interval_s:
             self._progress()
         return True
@@ -125,6 +130,7 @@ class MetricsCallback(BaseCallback):
         self._progress()
 
     def _on_rollout_end(self) -> None:
+        self._take_scored()
         steps = max(self._term_steps, 1)
         terms = {k: v / steps for k, v in self._term_sum.items()}
         self.rollout_terms.append((self.num_timesteps, terms))
@@ -231,17 +237,22 @@ def train(
         raise ValueError(f"timesteps must be positive (got {timesteps})")
     preset = preset_for(env_id, ppo_overrides).fit_budget(timesteps)
     scalars = out_dir / "metrics" / "scalars.jsonl"
-    envs = reward_envs(env_id, reward, preset.n_envs, env_kwargs)
+    envs = reward_envs(env_id, reward, preset.n_envs, env_kwargs, deferred=True)
     resumed_from: int | None = None
     if resume_dir is not None:
         model, venv = resume(
-            resume_dir, envs, scalars, "ppo", lambda v: build_model(preset, v, seed)
+            resume_dir,
+            envs,
+            scalars,
+            "ppo",
+            lambda v: build_model(preset, v, seed),
+            normalizer=DeferredVecNormalize,
         )
         resumed_from = int(model.num_timesteps)
         emit({"event": "resumed", "timesteps": resumed_from})
     else:
         scalars.unlink(missing_ok=True)
-        venv = VecNormalize(
+        venv = DeferredVecNormalize(
             envs,
             norm_obs=preset.norm_obs,
             norm_reward=preset.norm_reward,
@@ -251,11 +262,13 @@ def train(
         model = build_model(preset, venv, seed)
         if init_dir is not None:
             emit({"event": "warm_start", "applied": warm_start(model, venv, init_dir)})
+    defer_rewards(model, envs)
     callback = MetricsCallback(
         scalars,
         emit,
         progress_interval_s,
         window=max(10, preset.n_envs),
+        scored=envs.take_scored,
         tensorboard=out_dir / "tensorboard",
     )
     extra = list(callbacks or [])
@@ -280,11 +293,17 @@ def train(
 
 
 def reward_envs(
-    env_id: str, rewards: Rewards, n_envs: int, env_kwargs: dict[str, Any] | None
+    env_id: str,
+    rewards: Rewards,
+    n_envs: int,
+    env_kwargs: dict[str, Any] | None,
+    *,
+    deferred: bool = False,
 ) -> ScoredVecEnv:
     """n_envs envs under the session reward, each with its own reward instance (stateful
-    rewards keep state per episode), scored together each step."""
-    return ScoredVecEnv([lambda: make_env(env_id, None, env_kwargs)] * n_envs, rewards)
+    rewards keep state per episode); scored each step, or each rollout when `deferred`."""
+    factories = [lambda: make_env(env_id, None, env_kwargs)] * n_envs
+    return ScoredVecEnv(factories, rewards, deferred=deferred)
 
 
 def learn_and_save(

@@ -8,7 +8,8 @@ never for generated code in a session.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import gymnasium as gym
@@ -134,12 +135,30 @@ class RewardWrapper(TransitionTap):
         super().__init__(env)
         self.reward = as_rewards(reward)
         self.rid = self.reward.new_instance()
+        self._pending: list[Transition] | None = None
 
     def step(self, action):
         obs, _env_reward, terminated, truncated, info = super().step(action)
-        [(reward, terms)] = self.reward.score([self.transition(self.rid, action, obs, info)])
+        transition = self.transition(self.rid, action, obs, info)
+        if self._pending is not None:
+            self._pending.append(transition)
+            return obs, 0.0, terminated, truncated, info
+        [(reward, terms)] = self.reward.score([transition])
         info["reward_terms"] = terms
         return obs, reward, terminated, truncated, info
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[list[tuple[float, dict[str, float]]]]:
+        """Steps inside return a reward of 0 and no terms; on leaving, the list yielded holds
+        every step's (reward, terms), scored in one call in order."""
+        self._pending = []
+        scored: list[tuple[float, dict[str, float]]] = []
+        try:
+            yield scored
+            pending, self._pending = self._pending, None
+            scored += self.reward.score(pending) if pending else []
+        finally:
+            self._pending = None
 
     def close(self) -> None:
         self.reward.drop(self.rid)

@@ -95,7 +95,11 @@ def collect(
     writer: Mp4Writer | None = None,
     stride: int = 1,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Run one episode (env wrapped in RewardWrapper); the trajectory arrays and episode stats."""
+    """Run one episode (env wrapped in RewardWrapper); the trajectory arrays and episode stats.
+
+    The actions never depend on the reward, so the episode is scored in one call at its end
+    (one round trip to the sandbox per episode, not per step).
+    """
     limit = env.spec.max_episode_steps if env.spec and env.spec.max_episode_steps else 1000
     if max_steps is not None:
         limit = min(limit, max_steps)
@@ -103,37 +107,36 @@ def collect(
     obs, _ = env.reset(seed=seed)
     if writer is not None:
         writer.add(env.render())
-    ret = env_ret = 0.0
+    env_ret = 0.0
     terminated = truncated = False
     info_keys: list[str] | None = None
-    term_keys: list[str] | None = None
-    for t in range(limit):
-        action = act(obs)
-        next_obs, rew, terminated, truncated, info = env.step(action)
-        terms = info["reward_terms"]
-        scalars = scalar_info(info)
-        info_keys = info_keys if info_keys is not None else sorted(scalars)
-        term_keys = term_keys if term_keys is not None else sorted(terms)
-        rows["obs"].append(obs)
-        rows["next_obs"].append(next_obs)
-        rows["action"].append(np.asarray(action, dtype=np.float64))
-        rows["reward"].append(float(rew))
-        rows["env_reward"].append(info["env_reward"])
-        rows["qpos"].append(info["qpos"])
-        rows["qvel"].append(info["qvel"])
-        rows["terminated"].append(bool(terminated))
-        rows["truncated"].append(bool(truncated))
-        for k in term_keys:
-            rows[f"term_{k}"].append(terms.get(k, np.nan))
-        for k in info_keys:
-            rows[f"info_{k}"].append(scalars.get(k, np.nan))
-        ret += float(rew)
-        env_ret += info["env_reward"]
-        obs = next_obs
-        if writer is not None and (t + 1) % stride == 0:
-            writer.add(env.render())
-        if terminated or truncated:
-            break
+    with env.deferred() as scored:
+        for t in range(limit):
+            action = act(obs)
+            next_obs, _, terminated, truncated, info = env.step(action)
+            scalars = scalar_info(info)
+            info_keys = info_keys if info_keys is not None else sorted(scalars)
+            rows["obs"].append(obs)
+            rows["next_obs"].append(next_obs)
+            rows["action"].append(np.asarray(action, dtype=np.float64))
+            rows["env_reward"].append(info["env_reward"])
+            rows["qpos"].append(info["qpos"])
+            rows["qvel"].append(info["qvel"])
+            rows["terminated"].append(bool(terminated))
+            rows["truncated"].append(bool(truncated))
+            for k in info_keys:
+                rows[f"info_{k}"].append(scalars.get(k, np.nan))
+            env_ret += info["env_reward"]
+            obs = next_obs
+            if writer is not None and (t + 1) % stride == 0:
+                writer.add(env.render())
+            if terminated or truncated:
+                break
+    rewards = [r for r, _ in scored]
+    term_keys = sorted(scored[0][1]) if scored else []
+    rows["reward"] = rewards
+    for k in term_keys:
+        rows[f"term_{k}"] = [terms.get(k, np.nan) for _, terms in scored]
     arrays: dict[str, np.ndarray] = {
         k: np.asarray(v, dtype=bool if k in ("terminated", "truncated") else np.float64)
         for k, v in rows.items()
@@ -141,9 +144,9 @@ def collect(
     arrays["meta_env_id"] = np.array(env.spec.id if env.spec else "")
     arrays["meta_dt"] = np.array(float(env.unwrapped.dt))
     stats = {
-        "episode_return": ret,
+        "episode_return": float(sum(rewards)),
         "env_return": env_ret,
-        "episode_length": len(rows["reward"]),
+        "episode_length": len(rewards),
         "terminated": bool(terminated),
     }
     return arrays, stats

@@ -1,7 +1,9 @@
 """Running `activities.training.child` from a worker or the CLI, and keeping it on a short leash.
 
-The child gets its own process group (killed whole on cancel or timeout), a scratch working
-directory, and an environment holding no secrets (an allowlist: no AWS_*, no provider keys).
+The child (the runner: trusted trainer and evaluator code, which starts the sandbox process for
+generated code itself) gets its own process group (killed whole, sandbox included, on cancel or
+timeout) and an environment holding no secrets (an allowlist: no AWS_*, no provider keys). Its
+output folder is written by it alone; the generated code's scratch folder is elsewhere.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import contextlib
 import inspect
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -91,6 +95,26 @@ async def run_child(
     req_path = out_dir / f"request_{mode}.json"
     req_path.write_text(req.model_dump_json())
     (out_dir / RESULT_FILE).unlink(missing_ok=True)
+    # The sandbox's scratch lives here: removed below even when the child is killed.
+    run_tmp = tempfile.mkdtemp(prefix="pf-run-")
+    try:
+        return await _run(
+            mode, req_path, out_dir, on_event, timeout_s, stall_s, timeout_is_reward_fault, run_tmp
+        )
+    finally:
+        shutil.rmtree(run_tmp, ignore_errors=True)
+
+
+async def _run(
+    mode: Mode,
+    req_path: Path,
+    out_dir: Path,
+    on_event: OnEvent | None,
+    timeout_s: float | None,
+    stall_s: float | None,
+    timeout_is_reward_fault: bool,
+    run_tmp: str,
+) -> dict[str, Any]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -104,7 +128,7 @@ async def run_child(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=out_dir,
-        env=child_env(),
+        env={**child_env(), "POLICYFORGE_RUN_TMP": run_tmp},
         start_new_session=True,
     )
     assert proc.stdout is not None and proc.stderr is not None

@@ -79,3 +79,11 @@ async def test_evaluation_checkpoints_are_judged_too(store: dict[str, bytes]):
     scores = list(judgment.checkpoints.values())
     assert scores == sorted(scores) and scores[-1] == judgment.score
     assert "Over training (25/50/100% of the steps)" in judgment.diagnosis
+
+
+def test_checkpoint_episodes_leave_out_the_saved_normaliser(store: dict[str, bytes]):
+    head = "sessions/s/iter_1/c0_default_seed_0/evals/pct_"
+    for name in ("p10.npz", "median.npz", "vecnormalize.npz", "model.zip"):
+        store[f"{head}25/{name}"] = b""
+    found = judge_activities.checkpoint_trajectories(MemoryStore(), TRAJ)
+    assert found == {"25": [f"{head}25/median.npz", f"{head}25/p10.npz"]}

@@ -82,6 +82,23 @@ HOSTILE: list[tuple[str, str, str]] = [
      "reads attributes or items"),
     ("typing_eval", reward("typing.get_type_hints(reward_fn, globalns={})\nreturn 0.0, {}",
                            "import typing"), "import of 'typing' is not allowed"),
+    ("self_parameter_trick", reward("return 0.0, {}", "import collections\n"
+                                    "def peek(self):\n    return self._sys\nx = peek(collections)"),
+     "private attribute '._sys'"),
+    ("module_reached_through_module", reward("statistics.sys.modules\nreturn 0.0, {}",
+                                             "import statistics"), "'.sys' is not allowed"),
+    ("not_in_numpy_allow_list", reward("np.fft.fft(obs)\nreturn 0.0, {}", "import numpy as np"),
+     "'numpy.fft' is not available"),
+    ("type_with_special_method", reward(
+        "X = type('X', (), {'__init_subclass__': classmethod(print)})\nreturn 0.0, {}"),
+     "the string '__init_subclass__' is not allowed"),
+    ("string_annotation", "def reward_fn(obs, action, next_obs, info: '().__class__'):\n"
+                          "    return 0.0, {}\n", "string annotations are not allowed"),
+    ("numpy_frombuffer", reward("np.frombuffer(b'12345678')\nreturn 0.0, {}",
+                                "import numpy as np"), "'.frombuffer' is not allowed"),
+    ("numpy_raw_buffer_constructor", reward(
+        "a = np.ndarray((1,), dtype=object, buffer=b'\\x00' * 8)\nreturn 0.0, {}",
+        "import numpy as np"), "cannot be called in generated code"),
     ("infinite_loop", reward("while True:\n    pass"), "ran longer than its 1 s budget"),
     ("loop_swallowing_everything", reward(
         "while True:\n    try:\n        x = 1\n    except:\n        pass"),

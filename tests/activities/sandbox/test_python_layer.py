@@ -22,8 +22,8 @@ from activities.sandbox.restricted import (
     exec_untrusted,
     safe_builtins,
 )
+from activities.sandbox.reward_code import RewardFunction, load_reward
 from activities.sandbox.static_check import check_source
-from activities.training.reward_runtime import RewardFunction, load_reward
 
 OBS = np.linspace(-1.0, 1.0, 17)
 ACT = np.full(6, 0.5)
@@ -214,18 +214,14 @@ ESCAPE_NAMES = [
 MODULES = sorted(ALLOWED_MODULES)
 
 
-def _as(module: str) -> str:
-    return f"import {module} as m" if "." in module else f"import {module} as m"
-
-
 @pytest.mark.parametrize("name", ESCAPE_NAMES)
 @pytest.mark.parametrize("module", MODULES)
 def test_no_module_is_reachable_from_an_allowed_module(module, name):
     shapes = [
-        f"{_as(module)}\ndef attack():\n    return m.{name}\n",
+        f"import {module} as m\ndef attack():\n    return m.{name}\n",
         f"from {module} import {name} as x\ndef attack():\n    return x\n",
         # The method trick the static check lets through, at run time.
-        f"{_as(module)}\nclass A:\n    def peek(self):\n        return self.{name}\n"
+        f"import {module} as m\nclass A:\n    def peek(self):\n        return self.{name}\n"
         f"def attack():\n    return A.peek(m)\n",
     ]
     for source in shapes:
@@ -293,6 +289,8 @@ def test_attrgetter_and_dunder_strings():
     static("x = ('__class__',)\n", "the string '__class__' is not allowed")
     static("def f(**kw):\n    pass\nf(**{'__class__': 1})\n", "the string '__class__'")
     static("x = dict(__class__=1)\n", "keyword argument '__class__'")
+    static("x = '{0:{1.__class__}}'.format(1, 2)\n", "reads attributes or items")
+    static("f = str.format\n", "computed string")
 
 
 TYPE_CALLS = {

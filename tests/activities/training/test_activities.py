@@ -56,7 +56,7 @@ async def test_validate_train_evaluate_through_s3(s3):
     assert trained.run_prefix == prefix and trained.timesteps_done >= 2048
     assert trained.model_key == prefix + "model.zip" and trained.wall_seconds > 0
     store = ArtifactStore()
-    for name in ("model.zip", "vecnormalize.pkl", "metrics/scalars.jsonl", "summary.json"):
+    for name in ("model.zip", "vecnormalize.npz", "metrics/scalars.jsonl", "summary.json"):
         assert store.exists(prefix + name), name
     assert json.loads(store.get_text(prefix + "summary.json"))["env_id"] == ENV
     progress = [d[0] for d in heartbeats if d and isinstance(d[0], TrainProgress)]

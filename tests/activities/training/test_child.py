@@ -99,7 +99,7 @@ def test_train_local_trains_and_evaluates(tmp_path: Path):
     assert summary["steps_per_second"] > 0 and summary["wall_seconds"] > 0
     assert set(summary["term_means"]) == {"forward", "ctrl"}
     assert summary["hyperparameters"]["n_envs"] >= 1 and "still_improving" in summary
-    for name in ("model.zip", "vecnormalize.pkl", "summary.json", "evaluation.json"):
+    for name in ("model.zip", "vecnormalize.npz", "summary.json", "evaluation.json"):
         assert (out / name).is_file(), name
     rows = [
         json.loads(line) for line in (out / "metrics" / "scalars.jsonl").read_text().splitlines()

@@ -64,7 +64,7 @@ async def test_training_leaves_scalars_tensorboard_and_eval_checkpoints(tmp_path
         assert len(summary["returns"]) == 3 and set(summary["picked"]) == {"p10", "median", "p90"}
         picked = summary["picked"]
         assert picked["p10"]["return"] <= picked["median"]["return"] <= picked["p90"]["return"]
-        assert (folder / "model.zip").exists() and (folder / "vecnormalize.pkl").exists()
+        assert (folder / "model.zip").exists() and (folder / "vecnormalize.npz").exists()
         for name in ("p10", "median", "p90"):
             with np.load(folder / f"{name}.npz") as npz:
                 assert 1 <= len(npz["action"]) <= 20 and "qpos" in npz.files

@@ -10,6 +10,7 @@ import json
 import pickle
 import shutil
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import cloudpickle
@@ -25,8 +26,20 @@ from activities.training.checkpoints import resume, save_policy, warm_start
 from activities.training.offpolicy import PRESETS, _build
 from activities.training.ppo import build_model
 from activities.training.presets import preset_for
+from activities.training.protocol import ChildRequest
+from activities.training.supervisor import run_child
+from tests.activities.training.rewards import RUN_FORWARD
 
 ENV = "Hopper-v5"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """As in the training child: two threads on a busy 2-core machine are many times slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def hopper_envs(n: int = 1) -> DummyVecEnv:
@@ -123,7 +136,8 @@ def test_warm_start_takes_weights_and_statistics_but_not_the_counter(ppo_run):
 
 @pytest.mark.parametrize("algo", ["sac", "td3"])
 def test_off_policy_save_load_and_resume(tmp_path, algo):
-    preset = PRESETS[algo].fit_budget(1000)
+    small = {"net_arch": (64, 64), "batch_size": 64, "buffer_size": 1000}
+    preset = replace(PRESETS[algo], **small).fit_budget(1000)
     model = _build(algo, preset, VecNormalize(hopper_envs(), norm_obs=False, norm_reward=False), 0)
     model.learn(300)
     save_policy(model, tmp_path)
@@ -136,7 +150,7 @@ def test_off_policy_save_load_and_resume(tmp_path, algo):
     assert resumed.num_timesteps == model.num_timesteps and not venv.norm_obs
     assert same_actions(model, resumed) and resumed._n_updates == model._n_updates
     if algo == "sac":
-        assert float(model.log_ent_coef) != 0.0  # it learned: restoring it is visible
+        assert model.log_ent_coef.item() != 0.0  # it learned: restoring it is visible
         torch.testing.assert_close(resumed.log_ent_coef, model.log_ent_coef)
         assert resumed.ent_coef_optimizer.param_groups[0]["params"][0] is resumed.log_ent_coef
     resumed.learn(100, reset_num_timesteps=False)
@@ -343,3 +357,19 @@ def test_other_models_and_plain_sb3_files_are_not_mistaken_for_ours(tmp_path):
     )
     assert "activation" in one_line_error(policy_io.save_policy, odd, tmp_path / "odd")
     assert not (tmp_path / "odd" / "model.zip").exists()
+
+
+async def test_a_ppo_checkpoint_resumes_through_the_child(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    train = ChildRequest(
+        env_id=ENV, reward_source=RUN_FORWARD, timesteps=4096, checkpoint_every=2048
+    )
+    await run_child("train", train, first, timeout_s=300)
+    checkpoint = first / "checkpoints" / "step_2048"
+    assert {p.name for p in checkpoint.iterdir()} >= {"model.zip", "vecnormalize.npz"}
+    assert not list(first.rglob("*.pkl")), "no pickle among the artifacts"
+
+    again = train.model_copy(update={"resume_dir": str(checkpoint)})
+    summary = await run_child("train", again, second, timeout_s=300)
+    assert summary["resumed_from_timesteps"] == 2048 and summary["timesteps_done"] >= 4096
+    assert policy_io.load_model("ppo", second / "model.zip").num_timesteps >= 4096
