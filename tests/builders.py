@@ -47,7 +47,7 @@ def run_record(
         seed=0,
         run_prefix=prefix,
         model_key=prefix + "model.zip",
-        vecnormalize_key=prefix + "vecnormalize.pkl",
+        vecnormalize_key=prefix + "vecnormalize.npz",
         video_key=prefix + "videos/eval.mp4",
         trajectory_key=prefix + "trajectories/eval.npz",
         timesteps_done=timesteps_done,

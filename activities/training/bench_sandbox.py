@@ -3,9 +3,9 @@
 The same reward function ("run forward": x velocity minus 0.1 |a|^2) runs guarded (the
 sandbox: a separate, confined process reached by one round trip per vector step, with the
 Python layers and runtime guards inside) and unguarded (plain exec in the runner, called
-directly, as reward-design tools usually do), alternating, for (a) random-action env steps,
-one round trip per step, which isolates the per-step cost, and (b) PPO training, which is what a
-session pays.
+directly, as reward-design tools usually do), alternating, for (a) random-action env steps
+(validation: scored in one call at the end), which isolates the per-transition cost, and (b) PPO
+training (a call per rollout), which is what a session pays.
 """
 
 from __future__ import annotations

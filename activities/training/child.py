@@ -100,12 +100,6 @@ def _one_line(text: str, limit: int = 500) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def _bench_sources() -> tuple[str, ...]:
-    from activities.training.bench import RUN_FORWARD
-
-    return (RUN_FORWARD,)
-
-
 def _rewards(mode: str, req: ChildRequest, box: SandboxClient | None) -> Rewards:
     """The session's reward: in the sandbox; in-process only for the benchmark's own reward."""
     from activities.sandbox.client import SandboxRewards
@@ -119,7 +113,9 @@ def _rewards(mode: str, req: ChildRequest, box: SandboxClient | None) -> Rewards
     # Validation rejects a NaN reward outright; training zeroes and counts the odd one.
     strict = mode == "validate"
     if req.unguarded:
-        if source not in _bench_sources():
+        from activities.training.bench import RUN_FORWARD
+
+        if source != RUN_FORWARD:
             raise ValueError("unguarded runs take only bench-sandbox's own reward")
         return LocalRewards(load_reward(source, req.reward_filename, strict=strict, guarded=False))
     assert box is not None

@@ -273,7 +273,7 @@ class Script:
             return TrainResult(
                 run_prefix=prefix,
                 model_key=prefix + "model.zip",
-                vecnormalize_key=prefix + "vecnormalize.pkl",
+                vecnormalize_key=prefix + "vecnormalize.npz",
                 timesteps_done=req.timesteps,
                 mean_episode_return=10.0,
                 term_means={"forward": 1.0, "ctrl": -0.5},

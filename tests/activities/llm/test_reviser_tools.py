@@ -130,7 +130,7 @@ def _train(sid: str, n: int, ret: float) -> TrainResult:
     return TrainResult(
         run_prefix=prefix,
         model_key=prefix + "model.zip",
-        vecnormalize_key=prefix + "vecnormalize.pkl",
+        vecnormalize_key=prefix + "vecnormalize.npz",
         timesteps_done=50_176,
         mean_episode_return=ret,
         mean_env_return=ret * 0.8,
