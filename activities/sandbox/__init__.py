@@ -1,16 +1,15 @@
-"""The sandbox for generated reward and judge code, in layers.
+"""The sandbox for generated reward and judge code.
 
-1. `static_check`: the AST is checked before anything runs (allow-listed imports, no dunder
-   or introspection attributes, no exec/eval/open/getattr, no format-string field access).
-2. `restricted`: the code runs with a small set of builtins and an import hook that only
-   returns allow-listed modules.
-3. `confine`: it runs only in a child process whose environment holds no secrets, with
-   resource limits, no network and no way to start programs (see `os_limits`).
-4. `guards`: every call has a time budget, gets read-only copies of simulator state, and its
-   result is checked (types, sizes, NaN/inf).
+The boundary is a process of its own (`host`), which confines itself with the OS layers
+(`confine`: clean environment, limits, another uid or user namespace, network namespace,
+Landlock for files, TCP and scope, a seccomp allow-list in `syscalls`) before it takes any code,
+and fails closed when a required layer is missing (`layers`). The trusted side (`client`) starts
+it, checks what it reports, and talks to it in frames of JSON and float64 arrays (`wire`).
 
-Used by `activities.training.reward_runtime` and `activities.judging.judge_runtime`, which are
-only ever imported inside the child (`activities.training.child`).
+In front of the boundary, filters for honest mistakes with clear one-line messages:
+`static_check` (the syntax tree), `restricted` (curated namespaces and builtins) and `guards`
+(call budgets, read-only inputs, result checks), all run inside the sandbox process
+(`reward_code`, `activities.judging.judge_runtime`).
 """
 
 from activities.sandbox.static_check import SandboxViolation, check_source
