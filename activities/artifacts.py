@@ -15,6 +15,12 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+# The key layout is spelled once, in workflows/contracts/keys.py; these names stay here for the
+# activities and tests that build keys next to an ArtifactStore.
+from workflows.contracts.keys import iteration_prefix as iteration_prefix
+from workflows.contracts.keys import run_prefix as run_prefix
+from workflows.contracts.keys import session_prefix as session_prefix
+
 DEFAULT_BUCKET = "policyforge"
 
 
@@ -24,18 +30,6 @@ def bucket_name() -> str:
 
 def endpoint_url() -> str | None:
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
-
-
-def session_prefix(session_id: str) -> str:
-    return f"sessions/{session_id}/"
-
-
-def iteration_prefix(session_id: str, iteration: int) -> str:
-    return f"{session_prefix(session_id)}iter_{iteration}/"
-
-
-def run_prefix(session_id: str, iteration: int, run_name: str) -> str:
-    return f"{iteration_prefix(session_id, iteration)}{run_name}/"
 
 
 @lru_cache(maxsize=4)

@@ -9,7 +9,8 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 
 from activities.artifacts import run_prefix
-from workflows.models import RunRecord, SessionResult, task_queue
+from workflows.contracts.queues import task_queue
+from workflows.contracts.session import RunRecord, SessionResult
 from workflows.session import SessionWorkflow
 
 # A reward module as the LLM agents write one: forward speed minus a control cost, with its LaTeX

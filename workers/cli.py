@@ -13,7 +13,9 @@ from typing import Any
 
 from rich.console import Console
 
-from workflows.models import ENV_IDS, SessionResult, input_errors, task_queue
+from workflows.contracts.keys import MODEL, TRAJECTORY, VECNORMALIZE, VIDEO
+from workflows.contracts.queues import task_queue
+from workflows.contracts.session import ENV_IDS, SessionResult, input_errors
 
 # Commands that send an update to a running session, and their help.
 STEERING = {
@@ -317,8 +319,8 @@ async def show_status(session_id: str, as_json: bool) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from activities.training.local import check_reward_file, train_local
     from activities.training.reward_runtime import RewardLoadError
+    from workers.local.train import check_reward_file, train_local
 
     errors = env_errors(args.env_id)
     if args.timesteps <= 0:
@@ -346,7 +348,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     except RewardLoadError as exc:
         raise SystemExit(f"error: {exc}") from None
     console.print(f"done in {summary.get('wall_seconds', 0):.0f}s; outputs in {out}/")
-    for name in ("model.zip", "vecnormalize.npz", "videos/eval.mp4", "trajectories/eval.npz"):
+    for name in (MODEL, VECNORMALIZE, VIDEO, TRAJECTORY):
         if (out / name).exists():
             console.print(f"  {out / name}")
 
@@ -358,7 +360,7 @@ async def steer(args: argparse.Namespace) -> str:
 
     from workers.client import connect
     from workers.settings import Settings
-    from workflows.models import ApprovalDecision
+    from workflows.contracts.steering import ApprovalDecision
     from workflows.session import SessionWorkflow
 
     client = await connect(Settings())
@@ -382,7 +384,7 @@ async def steer(args: argparse.Namespace) -> str:
 def cmd_check(args: argparse.Namespace) -> None:
     import tempfile
 
-    from activities.training.checks import CheckFailed, check_judge, check_reward
+    from workers.local.checks import CheckFailed, check_judge, check_reward
 
     exit_on(env_errors(args.env_id))
     if args.steps <= 0:
@@ -416,7 +418,7 @@ def cmd_check(args: argparse.Namespace) -> None:
 def cmd_bench_sandbox(args: argparse.Namespace) -> None:
     import json
 
-    from activities.training.bench_sandbox import bench
+    from workers.local.bench_sandbox import bench
 
     exit_on(env_errors(args.env_id))
     console = Console(soft_wrap=True)
@@ -441,8 +443,8 @@ def cmd_bench_sandbox(args: argparse.Namespace) -> None:
 def cmd_bench_train(args: argparse.Namespace) -> None:
     import json
 
-    from activities.training.bench_train import BenchError, bench, table
-    from activities.training.protocol import ChildFailed
+    from activities.runner.protocol import ChildFailed
+    from workers.local.bench_train import BenchError, bench, table
 
     errors = env_errors(args.env_id)
     if args.timesteps <= 0:

@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from workers.settings import Settings
-from workflows.models import OFFLINE_MODEL
+from workflows.contracts.context import OFFLINE_MODEL
 
 DEMO_PROMPT = "run forward as fast as possible"
 DEMO_ENV = "HalfCheetah-v5"

@@ -19,7 +19,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from workers.settings import Settings
-from workflows.models import task_queue
+from workflows.contracts.queues import task_queue
 from workflows.session import SessionWorkflow
 
 

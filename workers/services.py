@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflows.models import SEARCH_ATTRIBUTES
+from workflows.search import SEARCH_ATTRIBUTES
 
 
 class ServiceError(RuntimeError):

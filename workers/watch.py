@@ -12,7 +12,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 
-from workflows.models import IterationRecord, LLMUsage, SessionResult, SessionStatus
+from workflows.contracts.session import IterationRecord, SessionResult, SessionStatus
+from workflows.contracts.usage import LLMUsage
 
 
 async def live_timesteps(handle: WorkflowHandle) -> tuple[int | None, Any]:

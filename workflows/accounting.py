@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from workflows.models import LLMCall, LLMUsage, SessionInput
+from workflows.contracts.session import SessionInput
+from workflows.contracts.usage import LLMCall, LLMUsage
 
 
 class BudgetExhausted(Exception):

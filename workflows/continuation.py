@@ -9,16 +9,14 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows.accounting import Accounting
-    from workflows.models import (
-        Criterion,
+    from workflows.contracts.judging import Criterion, JudgeCode, VisualCriteria
+    from workflows.contracts.session import (
         IterationEvidence,
         IterationRecord,
-        JudgeCode,
         RunRecord,
         SessionCarry,
         SessionInput,
         SessionStatus,
-        VisualCriteria,
     )
 
 

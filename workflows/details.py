@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workflows.models import SessionStatus
+from workflows.contracts.session import SessionStatus
 
 
 def details_markdown(status: SessionStatus) -> str:

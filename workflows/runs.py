@@ -10,21 +10,22 @@ from collections.abc import Callable
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.models import (
+    from workflows.contracts import keys
+    from workflows.contracts.judging import (
         Criterion,
-        IterationEvidence,
-        IterationRecord,
         JudgeCode,
         Judgment,
-        RewardArtifact,
-        RunRecord,
-        SessionInput,
-        SynthesisRequest,
-        TrainResult,
         VisualCriteria,
         VisualJudgment,
-        VlmJudgeRequest,
     )
+    from workflows.contracts.llm import SynthesisRequest, VlmJudgeRequest
+    from workflows.contracts.session import (
+        IterationEvidence,
+        IterationRecord,
+        RunRecord,
+        SessionInput,
+    )
+    from workflows.contracts.training import RewardArtifact, TrainResult
     from workflows.steps import Steps
     from workflows.synthesis import disagree, synthesize
 
@@ -122,7 +123,7 @@ class Runs:
         config: str,
         init: RunRecord | None,
     ) -> tuple[RunRecord, TrainResult, Judgment]:
-        run_name = f"c{candidate}_{config}_seed_{seed}"
+        run_name = keys.run_name(candidate, config, seed)
         trained = await steps.train(iteration, run_name, reward, timesteps, seed, config, init)
         self._stage("evaluating", timesteps_done=trained.timesteps_done)
         evaluated = await steps.evaluate(reward, trained, seed)
@@ -154,7 +155,7 @@ class Runs:
                         visual_criteria=self._visual_criteria.criteria,
                         video_key=evaluated.video_key,
                         trajectory_key=evaluated.trajectory_key,
-                        folder=trained.run_prefix + "synthesis/",
+                        folder=keys.synthesis_folder(trained.run_prefix),
                     )
                 )
             judgment = synthesize(judgment, seen, steps.inp.pass_threshold, settled)

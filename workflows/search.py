@@ -1,15 +1,16 @@
 """The session's custom search attributes, kept current for the Temporal Web UI's list view.
 
-Registered by the embedded dev server at start (`--search-attribute`), by the compose
-deployment's temporal-init job, and by the test fixtures. A namespace without them rejects the
-upserts: start sessions there with `search_attributes: false`.
+Defined here once. Registered by the embedded dev server at start (`--search-attribute`, from
+`SEARCH_ATTRIBUTES`), by the compose deployment's temporal-init job (deploy/temporal/init.sh,
+which a test keeps in step with `SEARCH_ATTRIBUTES`), and by the test fixtures (`KEYS`). A
+namespace without them rejects the upserts: start sessions there with `search_attributes: false`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from temporalio.common import SearchAttributeKey
+from temporalio.common import SearchAttributeIndexedValueType, SearchAttributeKey
 
 STAGE = SearchAttributeKey.for_keyword("PolicyforgeStage")
 ENV = SearchAttributeKey.for_keyword("PolicyforgeEnv")
@@ -17,6 +18,19 @@ ITERATION = SearchAttributeKey.for_int("PolicyforgeIteration")
 BEST_SCORE = SearchAttributeKey.for_float("PolicyforgeBestScore")
 PASSED = SearchAttributeKey.for_bool("PolicyforgePassed")
 KEYS = (STAGE, ENV, ITERATION, BEST_SCORE, PASSED)
+
+# Type names as the `temporal` CLI spells them (`--search-attribute Name=Type`, `--type`).
+_CLI_TYPES = {
+    SearchAttributeIndexedValueType.TEXT: "Text",
+    SearchAttributeIndexedValueType.KEYWORD: "Keyword",
+    SearchAttributeIndexedValueType.INT: "Int",
+    SearchAttributeIndexedValueType.DOUBLE: "Double",
+    SearchAttributeIndexedValueType.BOOL: "Bool",
+    SearchAttributeIndexedValueType.DATETIME: "Datetime",
+    SearchAttributeIndexedValueType.KEYWORD_LIST: "KeywordList",
+}
+# Name -> CLI type of each attribute, e.g. {"PolicyforgeStage": "Keyword", ...}.
+SEARCH_ATTRIBUTES: dict[str, str] = {key.name: _CLI_TYPES[key.indexed_value_type] for key in KEYS}
 
 
 def values(stage: str, env_id: str, iteration: int, best: float | None, passed: bool) -> tuple:

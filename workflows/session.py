@@ -19,35 +19,33 @@ with workflow.unsafe.imports_passed_through():
     from workflows import search
     from workflows.accounting import Accounting, BudgetExhausted
     from workflows.continuation import Continuation
-    from workflows.details import details_markdown
-    from workflows.models import (
-        CONFIG_NAMES,
-        OFFLINE_LABEL,
-        ApprovalDecision,
+    from workflows.contracts.context import OFFLINE_LABEL, is_offline
+    from workflows.contracts.judging import Criterion, JudgeCode, VisualCriteria
+    from workflows.contracts.llm import (
         AuthorRequest,
         AuthorResult,
-        Criterion,
         ElicitRequest,
         ElicitResult,
-        IterationEvidence,
-        IterationRecord,
         JudgeAuthorRequest,
-        JudgeCode,
         ReviewRequest,
         ReviewResult,
         ReviseRequest,
-        RewardArtifact,
+        VisualCriteriaRequest,
+    )
+    from workflows.contracts.session import (
+        IterationEvidence,
+        IterationRecord,
         RunRecord,
         SessionCarry,
         SessionInput,
         SessionResult,
         SessionStatus,
         Stage,
-        VisualCriteria,
-        VisualCriteriaRequest,
         input_errors,
-        is_offline,
     )
+    from workflows.contracts.steering import ApprovalDecision
+    from workflows.contracts.training import CONFIG_NAMES, RewardArtifact
+    from workflows.details import details_markdown
     from workflows.runs import Runs
     from workflows.steering import Steering
     from workflows.steps import Steps

@@ -11,10 +11,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.models import ApprovalDecision
-
-MAX_FEEDBACK_CHARS = 2000
-MAX_EXTEND = 20
+    from workflows.contracts.steering import MAX_EXTEND, MAX_FEEDBACK_CHARS, ApprovalDecision
 
 
 class Steering:

@@ -17,38 +17,37 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.accounting import Accounting
-    from workflows.models import (
-        CONFIG_NAMES,
-        MAX_FIX_ATTEMPTS,
+    from workflows.contracts import keys
+    from workflows.contracts.judging import Criterion, JudgeCode, JudgeRequest, Judgment
+    from workflows.contracts.llm import (
+        FixRequest,
+        FixResult,
+        ReviseRequest,
+        ReviseResult,
+        SynthesisRequest,
+        SynthesisResult,
+    )
+    from workflows.contracts.queues import task_queue
+    from workflows.contracts.session import MAX_FIX_ATTEMPTS, RunRecord, SessionInput, Stage
+    from workflows.contracts.tools import (
         MAX_TOOL_CALLS,
         MAX_TOOL_ROUNDS,
         SYNTH_TOOL_ROUNDS,
         AskVideoRequest,
-        Criterion,
-        EvalRequest,
-        EvalResult,
-        FixRequest,
-        FixResult,
-        JudgeCode,
-        JudgeRequest,
-        Judgment,
-        ReviseRequest,
-        ReviseResult,
-        RewardArtifact,
-        RunRecord,
-        SessionInput,
-        Stage,
-        SynthesisRequest,
-        SynthesisResult,
         ToolCallRef,
         ToolOutcome,
         ToolRequest,
+    )
+    from workflows.contracts.training import (
+        CONFIG_NAMES,
+        EvalRequest,
+        EvalResult,
+        RewardArtifact,
         TrainRequest,
         TrainResult,
         ValidateJudgeRequest,
         ValidateRequest,
         ValidateResult,
-        task_queue,
     )
 
 T = TypeVar("T")
@@ -345,7 +344,7 @@ class Steps:
     ) -> list[ToolOutcome]:
         """One round of an agent's tool calls, in parallel; each answer lands next to the
         conversation in S3. Calls beyond MAX_TOOL_CALLS are answered without running."""
-        folder = transcript_key.rsplit("/", 1)[0] + "/"
+        folder = keys.folder_of(transcript_key)
 
         async def one(i: int, call: ToolCallRef) -> ToolOutcome:
             if i >= MAX_TOOL_CALLS:
@@ -355,7 +354,7 @@ class Steps:
                     is_error=True,
                     summary=f"skipped: at most {MAX_TOOL_CALLS} tool calls per round",
                 )
-            key = f"{folder}tool_{round_}_{i}.txt"
+            key = keys.tool_result_key(folder, round_, i)
             if call.name == "ask_video" and ask_video is not None:
                 return await ask_video(call, key)
             return await workflow.execute_activity(

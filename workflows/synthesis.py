@@ -9,7 +9,8 @@ trajectory and the video with bounded tools and settles the score, kept between 
 
 from __future__ import annotations
 
-from workflows.models import CriterionScore, Judgment, SynthesisResult, VisualJudgment
+from workflows.contracts.judging import CriterionScore, Judgment, VisualJudgment
+from workflows.contracts.llm import SynthesisResult
 
 CODE_WEIGHT = 0.7
 DISAGREEMENT = 0.4

@@ -18,24 +18,18 @@ from activities.artifacts import ArtifactStore
 from activities.judging.code_judge import judge_trajectory
 from activities.judging.session_tools import session_tool
 from activities.logs import activity_logger
-from activities.training.protocol import ChildFailed, ChildRequest
-from activities.training.supervisor import run_child, sandbox_refused
-from workflows.models import CriterionScore, JudgeRequest, Judgment
+from activities.runner.protocol import ChildFailed, ChildRequest
+from activities.runner.supervisor import run_child, sandbox_refused
+from workflows.contracts.judging import CriterionScore, JudgeRequest, Judgment
+from workflows.contracts.keys import JUDGMENT, eval_checkpoints_prefix, run_prefix_of
 
-_TRAJECTORY_DIR = "/trajectories/"
 JUDGE_TIMEOUT_S = 120.0
-
-
-def _run_folder(trajectory_key: str) -> str | None:
-    """<run_prefix> without its slash, for a key like <run_prefix>trajectories/eval.npz."""
-    head, sep, _ = trajectory_key.rpartition(_TRAJECTORY_DIR)
-    return head if sep else None
 
 
 def judgment_key(trajectory_key: str) -> str | None:
     """<run_prefix>judgment.json for a key like <run_prefix>trajectories/eval.npz."""
-    head = _run_folder(trajectory_key)
-    return f"{head}/judgment.json" if head is not None else None
+    prefix = run_prefix_of(trajectory_key)
+    return prefix + JUDGMENT if prefix is not None else None
 
 
 @activity.defn(name="judge_rollout")
@@ -66,10 +60,10 @@ async def judge_rollout(req: JudgeRequest) -> Judgment:
 
 def checkpoint_trajectories(store: ArtifactStore, trajectory_key: str) -> dict[str, list[str]]:
     """The run's evaluation-checkpoint episodes: {"25": [p10, median, p90 npz keys], ...}."""
-    head = _run_folder(trajectory_key)
-    if head is None:
+    run_prefix = run_prefix_of(trajectory_key)
+    if run_prefix is None:
         return {}
-    prefix = f"{head}/evals/pct_"
+    prefix = eval_checkpoints_prefix(run_prefix)
     out: dict[str, list[str]] = {}
     for key in sorted(store.list_keys(prefix)):
         if key.endswith(".npz") and not key.endswith("/vecnormalize.npz"):  # not an episode

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from activities.judging.metrics import METRICS, MetricUnavailable, Trajectory, compute
-from workflows.models import Criterion, CriterionScore, Judgment
+from workflows.contracts.judging import Criterion, CriterionScore, Judgment
 
 # (tag when the value is below the target, tag when above) for a failing criterion.
 TAGS: dict[str, tuple[str | None, str | None]] = {

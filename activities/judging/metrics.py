@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from activities.training.envs import EnvFacts, facts
+from activities.envs.catalog import EnvFacts, facts
 
 
 class TrajectoryError(ValueError):
@@ -27,7 +27,7 @@ class MetricUnavailable(ValueError):
     """The metric does not apply to this environment or trajectory."""
 
 
-# How each body's root is laid out in qpos (see activities/training/envs.py).
+# How each body's root is laid out in qpos (see activities/envs/catalog.py).
 FREE_ROOT = ("Ant-v5", "Humanoid-v5", "HumanoidStandup-v5")
 PLANAR_WALKERS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5")
 # HalfCheetah's rootz slider is relative to the torso's 0.7 m starting height; the others' are not.

@@ -17,7 +17,10 @@ from temporalio import activity
 
 from activities.artifacts import ArtifactStore
 from activities.logs import activity_logger
-from workflows.models import IterationRecord, Judgment, ToolOutcome, ToolRequest
+from workflows.contracts.judging import Judgment
+from workflows.contracts.keys import JUDGMENT, SCALARS, SUMMARY
+from workflows.contracts.session import IterationRecord
+from workflows.contracts.tools import ToolOutcome, ToolRequest
 
 
 class ToolError(ValueError):
@@ -63,7 +66,7 @@ def read_reward(store: ArtifactStore, record: IterationRecord, args: dict[str, A
 
 
 def read_judgment(store: ArtifactStore, record: IterationRecord, args: dict[str, Any]) -> str:
-    key = record.best_run.run_prefix + "judgment.json"
+    key = record.best_run.run_prefix + JUDGMENT
     if not store.exists(key):
         raise ToolError(f"iteration {record.iteration} has no judgment.json")
     j = Judgment.model_validate_json(store.get_text(key))  # as judge_rollout wrote it
@@ -103,8 +106,8 @@ _CURVE = (
 def read_training(store: ArtifactStore, record: IterationRecord, args: dict[str, Any]) -> str:
     prefix = record.best_run.run_prefix
     lines = [f"# Iteration {record.iteration}'s training ({record.best_run.run_name})"]
-    if store.exists(prefix + "summary.json"):
-        s = json.loads(store.get_text(prefix + "summary.json"))
+    if store.exists(prefix + SUMMARY):
+        s = json.loads(store.get_text(prefix + SUMMARY))
         lines.append(
             f"{s.get('timesteps_done', 0):,} steps; mean episode return "
             f"{s.get('mean_episode_return')} (env's own reward {s.get('mean_env_return')}); "
@@ -113,7 +116,7 @@ def read_training(store: ArtifactStore, record: IterationRecord, args: dict[str,
         means = s.get("term_means") or {}
         lines.append("Per-step term means: " + ", ".join(f"{k} {v:+.3g}" for k, v in means.items()))
         lines.append(f"Hyperparameters: {json.dumps(s.get('hyperparameters', {}))}")
-    key = prefix + "metrics/scalars.jsonl"
+    key = prefix + SCALARS
     if store.exists(key):
         rows = [json.loads(line) for line in store.get_text(key).splitlines() if line.strip()]
         if rows:

@@ -24,37 +24,33 @@ from activities.llm.offline import OfflineAuthor
 from activities.llm.offline.render import RenderedReward
 from activities.llm.provider import is_offline, llm_only, model_label
 from activities.logs import activity_logger
-from workflows.models import (
+from workflows.contracts import keys
+from workflows.contracts.judging import JudgeCode
+from workflows.contracts.llm import (
     AuthorRequest,
     AuthorResult,
     ElicitRequest,
     ElicitResult,
     FixRequest,
     FixResult,
-    IterationRecord,
     JudgeAuthorRequest,
-    JudgeCode,
     ReviewRequest,
     ReviewResult,
     ReviseRequest,
     ReviseResult,
-    RewardArtifact,
 )
+from workflows.contracts.session import IterationRecord
+from workflows.contracts.training import RewardArtifact
 
 
-def _versioned(stem: str, version: str) -> str:
-    """A version suffix (reviewed, fix2) keeps every rewrite next to the original."""
-    return stem + (f".{version}" if version else "") + ".py"
-
-
+# The same keys as keys.reward_key and keys.judge_key (the layout: workflows/contracts/keys.py).
 def reward_key(session_id: str, iteration: int, candidate: int = 0, version: str = "") -> str:
     """iter_<n>/reward_fn.py for the first candidate, reward_fn_c<k>.py for the others."""
-    stem = "reward_fn" + (f"_c{candidate}" if candidate else "")
-    return _versioned(iteration_prefix(session_id, iteration) + stem, version)
+    return iteration_prefix(session_id, iteration) + keys.reward_filename(candidate, version)
 
 
 def judge_key(session_id: str, version: str = "") -> str:
-    return _versioned(session_prefix(session_id) + "judge_fn", version)
+    return session_prefix(session_id) + keys.judge_filename(version)
 
 
 def _template_artifact(key: str, r: RenderedReward) -> RewardArtifact:
@@ -176,8 +172,8 @@ def revise_reward(req: ReviseRequest) -> ReviseResult:
         return _revise_offline(req)
     log = activity_logger(req.iteration, env_id=req.env_id, model=req.llm_model)
     store = ArtifactStore()
-    folder = iteration_prefix(req.session_id, req.iteration) + f"revision_c{req.candidate}/"
-    history_key = folder + "history.json"
+    folder = iteration_prefix(req.session_id, req.iteration) + keys.revision_dir(req.candidate)
+    history_key = keys.history_key(folder)
 
     def opening() -> str:
         # The history goes to S3 once: the tools read it, and so does the submitting call.

@@ -16,18 +16,19 @@ from activities.llm.agents.common import answer_text, ask, render_prompt
 from activities.llm.provider import llm_only
 from activities.llm.providers.base import Media
 from activities.logs import activity_logger
-from workflows.models import (
-    AskVideoRequest,
-    SynthesisRequest,
-    SynthesisResult,
-    ToolOutcome,
+from workflows.contracts.judging import (
     VisualCriteria,
-    VisualCriteriaRequest,
     VisualCriterion,
     VisualJudgment,
     VisualVerdict,
+)
+from workflows.contracts.llm import (
+    SynthesisRequest,
+    SynthesisResult,
+    VisualCriteriaRequest,
     VlmJudgeRequest,
 )
+from workflows.contracts.tools import AskVideoRequest, ToolOutcome
 
 
 @activity.defn(name="vlm_criteria")

@@ -12,8 +12,10 @@ from temporalio.exceptions import ApplicationError
 
 from activities.llm.providers import registry
 from activities.llm.providers.errors import AUTH_ERROR
-from workflows.models import OFFLINE_LABEL
-from workflows.models import is_offline as is_offline  # the workflow's test, for activities
+from workflows.contracts.context import OFFLINE_LABEL
+from workflows.contracts.context import (  # the workflow's test, for activities
+    is_offline as is_offline,
+)
 
 
 def llm_only(activity_name: str, model: str) -> None:

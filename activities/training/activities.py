@@ -1,6 +1,6 @@
 """Temporal activities of the train pool: validate reward code, train PPO, evaluate a policy.
 
-Thin wrappers: fetch inputs from S3, run `activities.training.child` (where the reward code runs)
+Thin wrappers: fetch inputs from S3, run `activities.runner.child` (where the reward code runs)
 under `supervisor.run_child`, heartbeat its progress, upload its outputs. Each works in its own
 temporary folder, removed at the end.
 """
@@ -22,10 +22,11 @@ from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore, run_prefix
 from activities.logs import activity_logger
+from activities.runner.protocol import CHECKPOINT_FILES, ChildFailed, ChildRequest, Mode
+from activities.runner.supervisor import run_child, sandbox_refused
 from activities.training.presets import config_variants
-from activities.training.protocol import CHECKPOINT_FILES, ChildFailed, ChildRequest, Mode
-from activities.training.supervisor import run_child, sandbox_refused
-from workflows.models import (
+from workflows.contracts.keys import MODEL, TRAIN_OUTPUTS, VECNORMALIZE, checkpoint_key
+from workflows.contracts.training import (
     EvalRequest,
     EvalResult,
     TrainProgress,
@@ -42,9 +43,6 @@ TRAIN_STALL_S = 300.0  # no progress line for this long: the child hangs (lines 
 # Deterministic episodes at each evaluation checkpoint (25/50/75/100% of training).
 EVAL_CHECKPOINT_EPISODES = 5
 HEARTBEAT_EVERY_S = 10.0
-
-# Files of a training run uploaded under its run prefix.
-TRAIN_OUTPUTS = ("model.zip", "vecnormalize.npz", "metrics/scalars.jsonl", "summary.json")
 
 
 def _filename(key: str) -> str:
@@ -265,7 +263,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
             elif kind == "checkpoint":
                 # Upload first, then heartbeat its key: a retry only sees complete checkpoints.
                 folder = out / event["dir"]
-                key = f"{prefix}checkpoints/step_{event['timesteps']}/"
+                key = checkpoint_key(prefix, event["timesteps"])
                 for name in CHECKPOINT_FILES:
                     if (folder / name).exists():
                         await asyncio.to_thread(store.put_file, key + name, folder / name)
@@ -299,8 +297,8 @@ async def train_policy(req: TrainRequest) -> TrainResult:
     )
     return TrainResult(
         run_prefix=prefix,
-        model_key=prefix + "model.zip",
-        vecnormalize_key=prefix + "vecnormalize.npz",
+        model_key=prefix + MODEL,
+        vecnormalize_key=prefix + VECNORMALIZE,
         timesteps_done=int(summary["timesteps_done"]),
         mean_episode_return=summary["mean_episode_return"],
         mean_env_return=summary["mean_env_return"],

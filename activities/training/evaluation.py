@@ -1,7 +1,7 @@
 """Periodic deterministic evaluation during training, with the evaluation time kept off the clock.
 
 Used by `ppo.train(eval_every=N)` inside the child and by the plain-SB3 side of
-`policyforge bench-train` (`activities.training.bench_plain`), so both sides are measured by
+`policyforge bench-train` (`workers.local.bench_plain`), so both sides are measured by
 the same code. Every `every` timesteps the current policy plays one full episode on a separate
 env (deterministic actions, reset with the same seed each time), through the training
 VecNormalize's observation statistics when there is one (observations only: the return is the

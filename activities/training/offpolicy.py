@@ -33,6 +33,7 @@ from activities.training.ppo import (
     summarize,
 )
 from activities.training.reward_runtime import Rewards
+from workflows.contracts.keys import SCALARS
 
 ALGOS = {"sac": SAC, "td3": TD3}
 
@@ -106,7 +107,7 @@ def train(
         raise ValueError(f"algo must be one of ppo, {', '.join(ALGOS)} (got {algo!r})")
     preset = PRESETS[algo].fit_budget(timesteps)
     envs = reward_envs(env_id, reward, 1, env_kwargs)
-    scalars = out_dir / "metrics" / "scalars.jsonl"
+    scalars = out_dir / SCALARS
     resumed_from: int | None = None
     if resume_dir is not None:
         # Like PPO's: the metrics written before the checkpoint carry on in this run's file.

@@ -23,8 +23,8 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecNormalize
 
+from activities.envs.meanings import terminates_early
 from activities.training.checkpoints import CheckpointCallback, resume, save_policy, warm_start
-from activities.training.envspec_meanings import terminates_early
 from activities.training.eval_checkpoints import EvalCheckpoints
 from activities.training.evaluation import PeriodicEval
 from activities.training.presets import PPOPreset, preset_for
@@ -36,6 +36,7 @@ from activities.training.vec_env import (
     ScoredVecEnv,
     defer_rewards,
 )
+from workflows.contracts.keys import SCALARS, SUMMARY
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -236,7 +237,7 @@ def train(
     if timesteps <= 0:
         raise ValueError(f"timesteps must be positive (got {timesteps})")
     preset = preset_for(env_id, ppo_overrides).fit_budget(timesteps)
-    scalars = out_dir / "metrics" / "scalars.jsonl"
+    scalars = out_dir / SCALARS
     envs = reward_envs(env_id, reward, preset.n_envs, env_kwargs, deferred=True)
     resumed_from: int | None = None
     if resume_dir is not None:
@@ -399,7 +400,7 @@ def summarize(
         "clipped_rewards": counts["clipped"],
         "torch_threads": torch.get_num_threads(),
     }
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out_dir / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 

@@ -24,7 +24,7 @@ smaller minibatches or more epochs (slower per step, no faster per second) and S
 collapses of the final policy that the linear decay removes.
 
 Run `python -m activities.training.presets` for the table of all presets, and
-`python -m activities.training.bench --env ENV --timesteps N` to measure one end to end.
+`python -m workers.local.bench --env ENV --timesteps N` to measure one end to end.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from activities.training import policy_io
 from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import LoadedReward, Rewards
 from activities.training.sim import make_env, scalar_info
+from workflows.contracts.keys import TRAJECTORY, VIDEO
 
 MAX_VIDEO_FPS = 30
 
@@ -47,7 +48,7 @@ def evaluate(
     vecnorm.norm_reward = False
     act = deterministic_act(load_model(algo, model_path), vecnorm)
     stride, fps = video_stride(float(env.unwrapped.dt))  # type: ignore[attr-defined]
-    video = out_dir / "videos" / "eval.mp4"
+    video = out_dir / VIDEO
     writer = Mp4Writer(video, fps) if record_video else None
     try:
         arrays, stats = collect(env, act, seed, max_steps, writer, stride)
@@ -55,7 +56,7 @@ def evaluate(
         env.close()
         if writer is not None:
             writer.close()
-    traj = out_dir / "trajectories" / "eval.npz"
+    traj = out_dir / TRAJECTORY
     traj.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(traj, **arrays)
     return {

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import gymnasium as gym
 import mujoco
 import numpy as np
 
+from activities.envs.quiet import quiet_mujoco
 from activities.training.reward_runtime import LoadedReward, Rewards, RewardWrapper
 
-_QUIET = False
 # Half-size of the drawn floor in evaluation videos: 1000 steps at 8 m/s stay on it.
 FLOOR_HALF_SIZE = 500.0
 # Envs whose model has a "track" camera (mode trackcom) that follows the robot.
@@ -19,20 +18,6 @@ TRACKING_CAMERA = frozenset(
     ("HalfCheetah-v5", "Ant-v5", "Hopper-v5", "Walker2d-v5", "Humanoid-v5")
     + ("HumanoidStandup-v5", "Swimmer-v5")
 )
-
-
-def quiet_mujoco() -> None:
-    """Drop MuJoCo 4's per-env `settotalmass` deprecation warning; forward any other warning."""
-    global _QUIET
-    if _QUIET:
-        return
-
-    def _warn(msg: str) -> None:
-        if "settotalmass" not in msg:
-            sys.stderr.write(f"MuJoCo warning: {msg}\n")
-
-    mujoco.set_mju_user_warning(_warn)
-    _QUIET = True
 
 
 def make_env(

@@ -1,6 +1,7 @@
 #!/bin/sh
 # One-shot job (temporalio/admin-tools image), after the server is healthy: the namespace and
 # policyforge's custom search attributes (the embedded dev server gets the same at start).
+# They are defined in workflows/search.py; tests/workflows/test_search.py keeps this list in step.
 set -eu
 : "${TEMPORAL_ADDRESS:=temporal:7233}" "${TEMPORAL_NAMESPACE:=default}"
 export TEMPORAL_ADDRESS

@@ -10,11 +10,11 @@ import av
 import numpy as np
 
 from activities.artifacts import ArtifactStore
-from activities.training.envs import facts
+from activities.envs.catalog import facts
 from tests.builders import start_session
 from workers.pools import run_pools
 from workers.settings import Settings
-from workflows.models import SessionStatus
+from workflows.contracts.session import SessionStatus
 from workflows.session import SessionWorkflow
 
 EVAL_STEPS = 40

@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from tests.workflows.test_session import Script, stand_in_workers
 from workers.services import find_binary, free_port
 from workflows import search
-from workflows.models import SessionResult
+from workflows.contracts.session import SessionResult
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -14,7 +14,7 @@ from activities.artifacts import ArtifactStore
 from activities.sandbox.layers import LAYERS
 from activities.training.activities import validate_reward
 from workers.pools import log_sandbox_layers
-from workflows.models import ValidateRequest
+from workflows.contracts.training import ValidateRequest
 
 ZERO = "def reward_fn(obs, action, next_obs, info):\n    return 0.0, {'zero': 0.0}\n"
 

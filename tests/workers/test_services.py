@@ -14,7 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.artifacts import ArtifactStore
 from workers.services import embedded_services, free_port
-from workflows.models import SEARCH_ATTRIBUTES
+from workflows.search import SEARCH_ATTRIBUTES
 
 
 async def test_temporal_state_survives_a_restart_and_search_attributes_exist(tmp_path: Path):

@@ -6,8 +6,8 @@ from rich.console import Console
 
 from tests.builders import run_record
 from workers.watch import report
+from workflows.contracts.session import IterationRecord, SessionResult, SessionStatus
 from workflows.details import details_markdown
-from workflows.models import IterationRecord, SessionResult, SessionStatus
 
 
 def _record(iteration: int, score: float, **extra) -> IterationRecord:

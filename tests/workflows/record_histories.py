@@ -19,7 +19,7 @@ from tests.workflows.test_session import Script, session
 from tests.workflows.test_steering import until
 from workers.services import find_binary, free_port
 from workflows import search
-from workflows.models import ApprovalDecision
+from workflows.contracts.steering import ApprovalDecision
 from workflows.session import SessionWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"

@@ -16,49 +16,55 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tests.builders import start_session
-from workflows.models import (
-    DEFAULT_QUEUE_PREFIX,
-    MAX_TOOL_CALLS,
-    MAX_TOOL_ROUNDS,
-    AskVideoRequest,
-    AuthorRequest,
-    AuthorResult,
+from workflows.contracts import keys as layout
+from workflows.contracts.judging import (
     Criterion,
-    ElicitRequest,
-    ElicitResult,
-    EvalRequest,
-    EvalResult,
-    FixRequest,
-    FixResult,
-    JudgeAuthorRequest,
     JudgeCode,
     JudgeRequest,
     Judgment,
-    LLMCall,
+    VisualCriteria,
+    VisualCriterion,
+    VisualJudgment,
+    VisualVerdict,
+)
+from workflows.contracts.llm import (
+    AuthorRequest,
+    AuthorResult,
+    ElicitRequest,
+    ElicitResult,
+    FixRequest,
+    FixResult,
+    JudgeAuthorRequest,
     ReviewRequest,
     ReviewResult,
     ReviseRequest,
     ReviseResult,
-    RewardArtifact,
-    SessionResult,
     SynthesisRequest,
     SynthesisResult,
+    VisualCriteriaRequest,
+    VlmJudgeRequest,
+)
+from workflows.contracts.queues import DEFAULT_QUEUE_PREFIX, task_queue
+from workflows.contracts.session import SessionResult
+from workflows.contracts.tools import (
+    MAX_TOOL_CALLS,
+    MAX_TOOL_ROUNDS,
+    AskVideoRequest,
     ToolCallRef,
     ToolOutcome,
     ToolRequest,
+)
+from workflows.contracts.training import (
+    EvalRequest,
+    EvalResult,
+    RewardArtifact,
     TrainRequest,
     TrainResult,
     ValidateJudgeRequest,
     ValidateRequest,
     ValidateResult,
-    VisualCriteria,
-    VisualCriteriaRequest,
-    VisualCriterion,
-    VisualJudgment,
-    VisualVerdict,
-    VlmJudgeRequest,
-    task_queue,
 )
+from workflows.contracts.usage import LLMCall
 from workflows.session import SessionWorkflow
 
 
@@ -131,7 +137,7 @@ class Script:
         async def author_judge(req: JudgeAuthorRequest) -> JudgeCode:
             script.log("author_judge", req)
             return JudgeCode(
-                key=f"sessions/{req.session_id}/judge_fn.py",
+                key=layout.judge_key(req.session_id),
                 summary="judge",
                 usage=script.usage("judge_author", req.llm_model),
             )
@@ -188,7 +194,7 @@ class Script:
         async def revise_reward(req: ReviseRequest) -> ReviseResult:
             script.log("revise_reward", req)
             usage = script.usage("reviser", req.llm_model)
-            folder = f"sessions/{req.session_id}/iter_{req.iteration}/revision_c{req.candidate}/"
+            folder = layout.revision_folder(req.session_id, req.iteration, req.candidate)
             if req.round < len(script.reviser_tools) and not req.final:
                 calls = [
                     ToolCallRef(id=f"call_{req.round}_{i}", name=name, arguments=args)
@@ -197,7 +203,7 @@ class Script:
                 return ReviseResult(
                     done=False,
                     tool_calls=calls,
-                    transcript_key=folder + f"turn_{req.round}.json",
+                    transcript_key=layout.turn_key(folder, req.round),
                     history_key=folder + "history.json",
                     usage=usage,
                 )
@@ -229,7 +235,7 @@ class Script:
                     for i, (name, args) in enumerate(script.synth_tools)
                 ]
                 return SynthesisResult(
-                    done=False, tool_calls=calls, transcript_key=req.folder + "turn_0.json",
+                    done=False, tool_calls=calls, transcript_key=layout.turn_key(req.folder, 0),
                     usage=usage,
                 )  # fmt: skip
             return SynthesisResult(
@@ -269,11 +275,11 @@ class Script:
                 except asyncio.CancelledError:
                     script.log("train_cancelled", req)
                     raise
-            prefix = f"sessions/{req.session_id}/iter_{req.iteration}/{req.run_name}/"
+            prefix = layout.run_prefix(req.session_id, req.iteration, req.run_name)
             return TrainResult(
                 run_prefix=prefix,
-                model_key=prefix + "model.zip",
-                vecnormalize_key=prefix + "vecnormalize.npz",
+                model_key=prefix + layout.MODEL,
+                vecnormalize_key=prefix + layout.VECNORMALIZE,
                 timesteps_done=req.timesteps,
                 mean_episode_return=10.0,
                 term_means={"forward": 1.0, "ctrl": -0.5},
@@ -284,8 +290,8 @@ class Script:
         async def evaluate_policy(req: EvalRequest) -> EvalResult:
             script.log("evaluate_policy", req)
             return EvalResult(
-                video_key=req.run_prefix + "videos/eval.mp4",
-                trajectory_key=req.run_prefix + "trajectories/eval.npz",
+                video_key=req.run_prefix + layout.VIDEO,
+                trajectory_key=req.run_prefix + layout.TRAJECTORY,
                 episode_return=1.0,
                 env_return=1.0,
                 episode_length=1000,
@@ -330,7 +336,7 @@ CRITERIA = [Criterion(name="speed", description="fast", metric="mean_x_velocity"
 
 def _reward(session_id: str, iteration: int, ctrl: float) -> RewardArtifact:
     return RewardArtifact(
-        key=f"sessions/{session_id}/iter_{iteration}/reward_fn.py",
+        key=layout.reward_key(session_id, iteration),
         latex=r"r = v_x - c \|a\|^2",
         terms=["forward", "ctrl"],
         summary="forward velocity minus control cost",
@@ -625,7 +631,7 @@ async def test_configs_fan_out_and_warm_start_begins_from_the_best_run(temporal_
 
 def test_config_names_match_the_presets_variants():
     from activities.training.presets import VARIANTS, config_variants
-    from workflows.models import CONFIG_NAMES
+    from workflows.contracts.training import CONFIG_NAMES
 
     assert ("default", *(name for name, _ in VARIANTS)) == CONFIG_NAMES
     variants = dict(config_variants("HalfCheetah-v5", len(CONFIG_NAMES)))
@@ -643,7 +649,7 @@ def test_config_names_match_the_presets_variants():
     ],
 )
 def test_off_policy_algorithms_reject_ppo_only_options(override, field):
-    from workflows.models import input_errors
+    from workflows.contracts.session import input_errors
 
     errors = input_errors({"prompt": "run", "env_id": "Ant-v5", **override})
     assert errors and errors[0].startswith(f"{field}:")

@@ -10,7 +10,8 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from tests.workflows.test_session import Script, session
-from workflows.models import ApprovalDecision, SessionStatus
+from workflows.contracts.session import SessionStatus
+from workflows.contracts.steering import ApprovalDecision
 from workflows.session import SessionWorkflow
 
 

@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.llm.prices import estimate_cost
 from activities.llm.providers.base import Completion, Media, Message, ToolSpec
-from workflows.models import LLMCall
+from workflows.contracts.usage import LLMCall
 
 PROMPTS = Path(__file__).parent / "prompts"
 MAX_TOKENS = 8192

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from workflows.models import Criterion, Judgment
+from workflows.contracts.judging import Criterion, Judgment
 
 
 def env_text(env_id: str) -> str:
-    from activities.training.envspec import env_spec
+    from activities.envs.spec import env_spec
 
     return f"# Environment {env_id}\n\n{env_spec(env_id).to_prompt()}"
 

@@ -9,7 +9,8 @@ from temporalio.exceptions import ApplicationError
 from activities.llm.agents.common import ask, render_prompt
 from activities.llm.agents.context import env_text, intent_text, join
 from activities.llm.providers.base import ToolSpec
-from workflows.models import Criterion, LLMCall
+from workflows.contracts.judging import Criterion
+from workflows.contracts.usage import LLMCall
 
 MIN_CRITERIA, MAX_CRITERIA = 3, 8
 

@@ -16,7 +16,9 @@ from typing import Any, Protocol
 from activities.artifacts import ArtifactStore
 from activities.llm.agents.common import call_model, submitted_arguments
 from activities.llm.providers.base import Message, ToolCall, ToolResult, ToolSpec
-from workflows.models import MAX_TOOL_CALLS, LLMCall, ToolCallRef, ToolOutcome
+from workflows.contracts.keys import turn_key
+from workflows.contracts.tools import MAX_TOOL_CALLS, ToolCallRef, ToolOutcome
+from workflows.contracts.usage import LLMCall
 
 # A tool call's arguments travel through the workflow history: keep them small.
 MAX_ARGUMENT_CHARS = 1000
@@ -135,7 +137,7 @@ def next_turn(
     turn = take(messages, req.final)
     if turn.done:
         return turn, None
-    return turn, store.put_text(folder + f"turn_{req.round}.json", dump(turn.messages))
+    return turn, store.put_text(turn_key(folder, req.round), dump(turn.messages))
 
 
 def _ref(call: ToolCall) -> ToolCallRef:

@@ -9,7 +9,8 @@ from activities.llm.agents.common import ask, render_prompt
 from activities.llm.agents.context import code_text, criteria_text, env_text, intent_text, join
 from activities.llm.agents.judge import SUBMIT_JUDGE
 from activities.llm.agents.reward import SUBMIT_REWARD, RewardCode
-from workflows.models import Criterion, LLMCall
+from workflows.contracts.judging import Criterion
+from workflows.contracts.usage import LLMCall
 
 
 def fix(

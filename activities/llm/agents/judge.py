@@ -5,7 +5,8 @@ from __future__ import annotations
 from activities.llm.agents.common import answer_text, ask, clean_code, render_prompt, require
 from activities.llm.agents.context import criteria_text, env_text, intent_text, join
 from activities.llm.providers.base import ToolSpec
-from workflows.models import Criterion, LLMCall
+from workflows.contracts.judging import Criterion
+from workflows.contracts.usage import LLMCall
 
 SUBMIT_JUDGE = ToolSpec(
     name="submit_judge",

@@ -17,15 +17,12 @@ from activities.llm.agents.context import (
 from activities.llm.agents.dialogue import Turn, take_turn, tool_budget_note
 from activities.llm.agents.tool_specs import REVISER_TOOLS
 from activities.llm.providers.base import Message, ToolSpec
-from workflows.models import (
-    CONFIG_NAMES,
-    MAX_TOOL_ROUNDS,
-    Criterion,
-    IterationRecord,
-    LLMCall,
-    ReviseRequest,
-    TrainResult,
-)
+from workflows.contracts.judging import Criterion
+from workflows.contracts.llm import ReviseRequest
+from workflows.contracts.session import IterationRecord
+from workflows.contracts.tools import MAX_TOOL_ROUNDS
+from workflows.contracts.training import CONFIG_NAMES, TrainResult
+from workflows.contracts.usage import LLMCall
 
 _CODE_FIELDS: dict[str, Any] = {
     "code": {"type": "string", "description": "the whole Python module"},

@@ -10,7 +10,8 @@ from activities.llm.agents.context import intent_text, join, judgment_text
 from activities.llm.agents.dialogue import Turn, take_turn, tool_budget_note
 from activities.llm.agents.tool_specs import SYNTHESIZER_TOOLS
 from activities.llm.providers.base import Message, ToolSpec
-from workflows.models import SYNTH_TOOL_ROUNDS, SynthesisRequest
+from workflows.contracts.llm import SynthesisRequest
+from workflows.contracts.tools import SYNTH_TOOL_ROUNDS
 
 SUBMIT_SYNTHESIS = ToolSpec(
     name="submit_synthesis",

@@ -12,7 +12,7 @@ from temporalio.exceptions import ApplicationError
 from activities.llm.agents.common import answer_text, ask, render_prompt
 from activities.llm.agents.context import intent_text, join
 from activities.llm.providers.base import Media, ToolSpec
-from workflows.models import LLMCall
+from workflows.contracts.usage import LLMCall
 
 VERDICT_SCORES = {"met": 1.0, "partly": 0.5, "not_met": 0.0}
 

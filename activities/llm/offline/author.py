@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from activities.llm.offline.matcher import Match, match_intent
 from activities.llm.offline.render import RenderedReward, render_reward
 from activities.llm.offline.reviser import Revision, revise
-from workflows.models import OFFLINE_LABEL, Criterion, ReviseRequest
+from workflows.contracts.context import OFFLINE_LABEL
+from workflows.contracts.judging import Criterion
+from workflows.contracts.llm import ReviseRequest
 
 
 @dataclass(frozen=True)

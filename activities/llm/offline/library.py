@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from activities.training.envs import ENVS, facts
-from workflows.models import Criterion
+from activities.envs.catalog import ENVS, facts
+from workflows.contracts.judging import Criterion
 
 LOCOMOTION_ENVS = tuple(e for e, f in ENVS.items() if f.locomotion)
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 from temporalio.exceptions import ApplicationError
 
+from activities.envs.catalog import ENVS, facts
 from activities.llm.offline import library as lib
 from activities.llm.offline.intents import Intent, NotExpressible, parse, verb_fits
-from activities.training.envs import ENVS, facts
-from workflows.models import Criterion
+from workflows.contracts.judging import Criterion
 
 
 @dataclass(frozen=True)

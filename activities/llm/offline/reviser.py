@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from activities.llm.offline.library import SPECS, TemplateSpec
 from activities.llm.offline.matcher import match_intent
 from activities.llm.offline.render import RenderedReward, clean_params, num, render_reward
-from workflows.models import ReviseRequest
+from workflows.contracts.llm import ReviseRequest
 
 DOMINANCE = 0.5  # a penalty counts as dominant above this fraction of the task terms' magnitude
 BONUS_DOMINANCE = 3.0  # an alive bonus counts as dominant above this multiple of the task terms

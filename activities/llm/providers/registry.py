@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.llm.providers.base import LLMProvider
 from activities.llm.providers.errors import AUTH_ERROR
-from workflows.models import OFFLINE_MODEL as OFFLINE
+from workflows.contracts.context import OFFLINE_MODEL as OFFLINE
 
 COMPATIBLE_PREFIX = "openai-compatible:"
 COMPATIBLE_BASE_URL_VAR = "POLICYFORGE_OPENAI_BASE_URL"

@@ -12,7 +12,7 @@ import activities.judging.activities as judge_activities
 from activities.judging.activities import JUDGE_ACTIVITIES, judge_rollout, judgment_key
 from activities.llm.offline import match_intent
 from tests.activities.judging.test_code_judge import synthetic
-from workflows.models import JudgeRequest, Judgment
+from workflows.contracts.judging import JudgeRequest, Judgment
 
 TRAJ = "sessions/s/iter_1/c0_default_seed_0/trajectories/eval.npz"
 

@@ -10,12 +10,12 @@ import mujoco
 import numpy as np
 import pytest
 
+from activities.envs.catalog import ENVS, facts
 from activities.judging.code_judge import criterion_score, judge_trajectory
 from activities.judging.metrics import METRICS, Trajectory, available_metrics, compute
 from activities.llm.offline import OfflineAuthor, match_intent
-from activities.training.envs import ENVS, facts
 from activities.training.reward_runtime import RewardWrapper, load_reward
-from workflows.models import Criterion
+from workflows.contracts.judging import Criterion
 
 # Drop only MuJoCo 4's per-env settotalmass deprecation warning; keep any other.
 mujoco.set_mju_user_warning(lambda msg: None if "settotalmass" in msg else print(msg))

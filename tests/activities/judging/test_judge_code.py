@@ -12,10 +12,10 @@ from temporalio.testing import ActivityEnvironment
 from activities.artifacts import ArtifactStore
 from activities.judging.activities import judge_rollout
 from activities.judging.judge_runtime import JudgeLoadError, check_judgment
-from activities.training.protocol import ChildFailed, ChildRequest
-from activities.training.supervisor import run_child
+from activities.runner.protocol import ChildFailed, ChildRequest
+from activities.runner.supervisor import run_child
 from tests.activities.training.rewards import RUN_FORWARD
-from workflows.models import Criterion, JudgeRequest
+from workflows.contracts.judging import Criterion, JudgeRequest
 
 GOOD_JUDGE = """
 import numpy as np

@@ -19,14 +19,9 @@ from temporalio.testing import ActivityEnvironment
 from activities.artifacts import ArtifactStore, iteration_prefix
 from activities.judging.session_tools import session_tool
 from tests.builders import FORWARD_REWARD, run_record
-from workflows.models import (
-    CriterionScore,
-    IterationRecord,
-    Judgment,
-    ToolCallRef,
-    ToolOutcome,
-    ToolRequest,
-)
+from workflows.contracts.judging import CriterionScore, Judgment
+from workflows.contracts.session import IterationRecord
+from workflows.contracts.tools import ToolCallRef, ToolOutcome, ToolRequest
 
 ENV_ID = "HalfCheetah-v5"
 DT = 0.05

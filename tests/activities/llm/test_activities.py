@@ -8,16 +8,11 @@ from temporalio.testing import ActivityEnvironment
 
 import activities.llm.activities as llm_activities
 from activities.llm.activities import LLM_ACTIVITIES, author_reward, revise_reward
-from workflows.models import (
-    OFFLINE_LABEL,
-    AuthorRequest,
-    AuthorResult,
-    IterationEvidence,
-    Judgment,
-    ReviseRequest,
-    ReviseResult,
-    TrainResult,
-)
+from workflows.contracts.context import OFFLINE_LABEL
+from workflows.contracts.judging import Judgment
+from workflows.contracts.llm import AuthorRequest, AuthorResult, ReviseRequest, ReviseResult
+from workflows.contracts.session import IterationEvidence
+from workflows.contracts.training import TrainResult
 
 
 class MemoryStore:

@@ -8,7 +8,7 @@ from temporalio.exceptions import ApplicationError
 from activities.llm.agents import criteria as criteria_agent
 from activities.llm.agents import reward
 from tests.fakes.llm_server import FakeLLMServer, Text, Tools
-from workflows.models import Criterion
+from workflows.contracts.judging import Criterion
 
 CRITERIA = [
     Criterion(name="speed", description="fast", measure="mean info_x_velocity", target=2.0),

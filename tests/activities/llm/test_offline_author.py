@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from activities.envs.catalog import facts
 from activities.judging.metrics import available_metrics
 from activities.llm.offline import OfflineAuthor, match_intent
-from activities.training.envs import facts
 
 DEV_INTENTS = Path(__file__).with_name("dev_intents.csv")
 SHARED_INTENTS = Path("/work/shared/cases/dev_intents.csv")

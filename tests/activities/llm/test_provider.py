@@ -14,7 +14,7 @@ from activities.llm.provider import (
     model_label,
 )
 from activities.llm.providers.registry import KEY_VARS
-from workflows.models import OFFLINE_LABEL
+from workflows.contracts.context import OFFLINE_LABEL
 
 ALL_KEYS = sorted({var for vars_ in KEY_VARS.values() for var in vars_})
 

@@ -5,13 +5,9 @@ from __future__ import annotations
 import pytest
 
 from activities.llm.offline import OfflineAuthor, revise
-from workflows.models import (
-    CriterionScore,
-    Judgment,
-    ReviseRequest,
-    RewardArtifact,
-    TrainResult,
-)
+from workflows.contracts.judging import CriterionScore, Judgment
+from workflows.contracts.llm import ReviseRequest
+from workflows.contracts.training import RewardArtifact, TrainResult
 
 
 def _request(

@@ -23,18 +23,11 @@ from activities.judging.session_tools import session_tool
 from activities.llm.activities import revise_reward
 from tests.builders import FORWARD_REWARD, RUN_NAME, run_record
 from tests.fakes.llm_server import FakeLLMServer, Recorded, Tools
-from workflows.models import (
-    Criterion,
-    CriterionScore,
-    IterationEvidence,
-    IterationRecord,
-    Judgment,
-    ReviseRequest,
-    ReviseResult,
-    RewardArtifact,
-    ToolRequest,
-    TrainResult,
-)
+from workflows.contracts.judging import Criterion, CriterionScore, Judgment
+from workflows.contracts.llm import ReviseRequest, ReviseResult
+from workflows.contracts.session import IterationEvidence, IterationRecord
+from workflows.contracts.tools import ToolRequest
+from workflows.contracts.training import RewardArtifact, TrainResult
 
 MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5.1", "gemini": "gemini-2.5-pro"}
 KEYS = {

@@ -15,7 +15,8 @@ from activities.judging.frames import sample_frames
 from activities.llm.judging_activities import vlm_criteria, vlm_judge
 from activities.training.rollout import Mp4Writer
 from tests.fakes.llm_server import FakeLLMServer, Tools
-from workflows.models import VisualCriteriaRequest, VisualCriterion, VlmJudgeRequest
+from workflows.contracts.judging import VisualCriterion
+from workflows.contracts.llm import VisualCriteriaRequest, VlmJudgeRequest
 
 CRITERIA = [
     VisualCriterion(name="runs_forward", look_for="the body moves to the right"),

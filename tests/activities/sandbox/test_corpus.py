@@ -25,7 +25,7 @@ from tests.activities.sandbox.corpus import (
     STATEFUL_CLOSURE,
     SUBCLASS_WITH_SUPER,
 )
-from workflows.models import ValidateRequest, ValidateResult
+from workflows.contracts.training import ValidateRequest, ValidateResult
 
 
 async def validate(source: str, env_id: str = "HalfCheetah-v5", steps: int = 64) -> ValidateResult:
@@ -78,7 +78,7 @@ async def test_benign_rewards_written_the_usual_ways_pass(s3, source, env_id, st
 async def test_secrets_are_not_in_the_childs_environment(s3, monkeypatch):
     # The reward can only see what the child sees: read the child's environment through the
     # judge path's scratch directory instead of the reward (which cannot import os).
-    from activities.training.supervisor import child_env
+    from activities.runner.supervisor import child_env
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")

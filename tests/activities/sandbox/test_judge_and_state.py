@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from activities.training.protocol import ChildFailed, ChildRequest
-from activities.training.supervisor import run_child
+from activities.runner.protocol import ChildFailed, ChildRequest
+from activities.runner.supervisor import run_child
 from tests.activities.sandbox.corpus import CANARY
 
 ZERO = 'def reward_fn(obs, action, next_obs, info):\n    return 0.0, {"zero": 0.0}\n'

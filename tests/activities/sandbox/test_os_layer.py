@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from activities.runner.protocol import ChildFailed, ChildRequest
+from activities.runner.supervisor import run_child
 from activities.sandbox import layers
-from activities.training.protocol import ChildFailed, ChildRequest
-from activities.training.supervisor import run_child
 from tests.activities.sandbox.hostile_os import CANARY_PREFIX, CASES, ESCAPE_MARKER, Case, source
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

@@ -1,6 +1,6 @@
 """Reward sources the training tests use (text: reward code only ever runs in a child)."""
 
-from activities.training.bench import RUN_FORWARD
+from activities.runner.baseline_reward import RUN_FORWARD
 
 __all__ = ["RUN_FORWARD", "REWARD_FN", "DUCK_TYPED", "RAISES_LINE_7", "PRINTS", "NAN", "BAD_SUM"]
 

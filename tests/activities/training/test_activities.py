@@ -13,12 +13,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.artifacts import ArtifactStore, run_prefix
 from activities.training.activities import evaluate_policy, train_policy, validate_reward
-from workflows.models import (
-    EvalRequest,
-    TrainProgress,
-    TrainRequest,
-    ValidateRequest,
-)
+from workflows.contracts.training import EvalRequest, TrainProgress, TrainRequest, ValidateRequest
 
 from .rewards import RAISES_LINE_7, RUN_FORWARD
 

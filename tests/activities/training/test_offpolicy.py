@@ -7,8 +7,8 @@ import json
 import pytest
 from stable_baselines3 import SAC, TD3
 
-from activities.training.protocol import ChildRequest
-from activities.training.supervisor import run_child
+from activities.runner.protocol import ChildRequest
+from activities.runner.supervisor import run_child
 from tests.activities.training.rewards import RUN_FORWARD
 
 

@@ -8,8 +8,8 @@ import av
 import numpy as np
 from tensorboardX.proto import event_pb2
 
-from activities.training.protocol import ChildRequest
-from activities.training.supervisor import run_child
+from activities.runner.protocol import ChildRequest
+from activities.runner.supervisor import run_child
 from tests.activities.training.rewards import RUN_FORWARD
 
 

@@ -21,13 +21,13 @@ import torch
 from stable_baselines3 import PPO, TD3
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
+from activities.runner.protocol import ChildRequest
+from activities.runner.supervisor import run_child
 from activities.training import policy_io, rollout
 from activities.training.checkpoints import resume, save_policy, warm_start
 from activities.training.offpolicy import PRESETS, _build
 from activities.training.ppo import build_model
 from activities.training.presets import preset_for
-from activities.training.protocol import ChildRequest
-from activities.training.supervisor import run_child
 from tests.activities.training.rewards import RUN_FORWARD
 
 ENV = "Hopper-v5"

@@ -9,9 +9,9 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from activities.training.local import train_local
 from activities.training.policy_io import load_model, load_vecnormalize
 from tests.activities.training.rewards import RUN_FORWARD
+from workers.local.train import train_local
 
 
 def test_a_finished_run_loads_and_replays_safely_and_with_plain_sb3(tmp_path):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from activities.training.local import check_reward_file
 from activities.training.reward_runtime import RewardLoadError, load_reward
+from workers.local.train import check_reward_file
 
 from .rewards import DUCK_TYPED, NAN, REWARD_FN, RUN_FORWARD
 

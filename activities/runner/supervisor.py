@@ -1,4 +1,4 @@
-"""Running `activities.training.child` from a worker or the CLI, and keeping it on a short leash.
+"""Running `activities.runner.child` from a worker or the CLI, and keeping it on a short leash.
 
 The child (the runner: trusted trainer and evaluator code, which starts the sandbox process for
 generated code itself) gets its own process group (killed whole, sandbox included, on cancel or
@@ -24,7 +24,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.training.protocol import RESULT_FILE, ChildFailed, ChildRequest, Mode
+from activities.runner.protocol import RESULT_FILE, ChildFailed, ChildRequest, Mode
 
 OnEvent = Callable[[dict[str, Any]], Awaitable[None] | None]
 
@@ -118,7 +118,7 @@ async def _run(
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "activities.training.child",
+        "activities.runner.child",
         mode,
         "--request",
         str(req_path),

@@ -6,9 +6,10 @@ import gymnasium as gym
 import mujoco
 import pytest
 
-from activities.training.envs import ENVS, facts
-from activities.training.sim import make_env, quiet_mujoco
-from workflows.models import ENV_IDS
+from activities.envs.catalog import ENVS, facts
+from activities.envs.quiet import quiet_mujoco
+from activities.training.sim import make_env
+from workflows.contracts.session import ENV_IDS
 
 
 def test_catalog_covers_every_env_id():

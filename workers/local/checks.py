@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from activities.runner.protocol import ChildFailed, ChildRequest
+from activities.runner.supervisor import run_child
 from activities.sandbox.static_check import SandboxViolation, check_source
-from activities.training.local import _run_sync
-from activities.training.protocol import ChildFailed, ChildRequest
-from activities.training.supervisor import run_child
+from workers.local.train import _run_sync
 
 ZERO_REWARD = 'def reward_fn(obs, action, next_obs, info):\n    return 0.0, {"zero": 0.0}\n'
 CHECK_TIMEOUT_S = 180.0

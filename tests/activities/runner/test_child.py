@@ -11,13 +11,12 @@ import av
 import numpy as np
 import pytest
 
-from activities.training.envs import facts
-from activities.training.local import train_local
-from activities.training.protocol import ChildFailed, ChildRequest
+from activities.envs.catalog import facts
+from activities.runner.protocol import ChildFailed, ChildRequest
+from activities.runner.supervisor import run_child
 from activities.training.reward_runtime import RewardLoadError
-from activities.training.supervisor import run_child
-
-from .rewards import BAD_SUM, NAN, PRINTS, RAISES_LINE_7, RUN_FORWARD
+from tests.activities.training.rewards import BAD_SUM, NAN, PRINTS, RAISES_LINE_7, RUN_FORWARD
+from workers.local.train import train_local
 
 ENV = "HalfCheetah-v5"
 EVAL_STEPS = 40

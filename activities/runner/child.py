@@ -1,6 +1,6 @@
 """The runner of a validation, training, evaluation or judging run: trusted code only.
 
-    python -m activities.training.child MODE --request REQ.json --out DIR
+    python -m activities.runner.child MODE --request REQ.json --out DIR
 
 MODE: validate, train, evaluate (reward code), validate_judge, judge (judge code).
 
@@ -8,7 +8,7 @@ Generated code never runs in this process: the runner starts a sandbox process
 (`activities.sandbox.host`, confined by the OS layers) and hands it transitions to score or
 trajectories to judge, so nothing the code does can reach the trainer, its objects or its files.
 Progress goes to stdout as JSON lines ({"event": "progress", "timesteps": N, "mean_return": x});
-the outcome goes to DIR/result.json (see activities/training/protocol.py), written by this
+the outcome goes to DIR/result.json (see activities/runner/protocol.py), written by this
 process only: the sandbox cannot reach DIR. On failure the runner writes a one-line error to
 result.json and stderr and exits 1.
 """
@@ -26,9 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from activities.runner.protocol import RESULT_FILE, ChildRequest
 from activities.sandbox.layers import SandboxUnavailable
 from activities.sandbox.os_limits import confine, mark_not_dumpable
-from activities.training.protocol import RESULT_FILE, ChildRequest
 
 if TYPE_CHECKING:
     from activities.sandbox.client import SandboxClient
@@ -113,7 +113,7 @@ def _rewards(mode: str, req: ChildRequest, box: SandboxClient | None) -> Rewards
     # Validation rejects a NaN reward outright; training zeroes and counts the odd one.
     strict = mode == "validate"
     if req.unguarded:
-        from activities.training.bench import RUN_FORWARD
+        from activities.runner.baseline_reward import RUN_FORWARD
 
         if source != RUN_FORWARD:
             raise ValueError("unguarded runs take only bench-sandbox's own reward")
@@ -249,7 +249,7 @@ def _start_sandbox(mode: str, req: ChildRequest) -> SandboxClient | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m activities.training.child")
+    parser = argparse.ArgumentParser(prog="python -m activities.runner.child")
     parser.add_argument(
         "mode", choices=("validate", "train", "evaluate", "validate_judge", "judge")
     )

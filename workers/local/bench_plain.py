@@ -1,6 +1,6 @@
 """The plain-SB3 side of `policyforge bench-train`: what a reward-design script usually runs.
 
-    python -m activities.training.bench_plain --env ENV --timesteps N --eval-every N --seed S
+    python -m workers.local.bench_plain --env ENV --timesteps N --eval-every N --seed S
 
 PPO with Stable-Baselines3's defaults on `gym.make(env_id)` (one env, SB3 adds Monitor and
 DummyVecEnv itself), no VecNormalize, torch's default thread count, no sandbox. It is evaluated
@@ -49,7 +49,7 @@ def train_plain(env_id: str, timesteps: int, eval_every: int, seed: int) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m activities.training.bench_plain")
+    p = argparse.ArgumentParser(prog="python -m workers.local.bench_plain")
     p.add_argument("--env", required=True, dest="env_id")
     p.add_argument("--timesteps", type=int, required=True)
     p.add_argument("--eval-every", type=int, required=True)

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from activities.training.protocol import ChildFailed, ChildRequest
+from activities.runner.protocol import ChildFailed, ChildRequest
+from activities.runner.supervisor import run_child
 from activities.training.reward_runtime import RewardLoadError, parse_check
-from activities.training.supervisor import run_child
 
 OnProgress = Callable[[int, float | None], None]
 

@@ -1,4 +1,4 @@
-"""Measure a preset end to end through the real child: `python -m activities.training.bench`.
+"""Measure a preset end to end through the real child: `python -m workers.local.bench`.
 
 Trains with the demo's reward ("run forward": x velocity minus 0.1 |a|^2), evaluates one
 deterministic episode, and prints timesteps, wall seconds, steps/s and the evaluation's mean
@@ -15,33 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
-from activities.training.local import train_local
+from activities.runner.baseline_reward import RUN_FORWARD
+from workers.local.train import train_local
 
 PLANAR = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5")
 
-RUN_FORWARD = """import numpy as np
-
-
-class RunForward(RewardFunction):
-    @property
-    def terms(self):
-        return ["forward", "ctrl"]
-
-    @property
-    def latex(self):
-        return r"v_x - 0.1 \\lVert a \\rVert^2"
-
-    def compute(self, obs, action, next_obs, info):
-        terms = {
-            "forward": float(info["x_velocity"]),
-            "ctrl": -0.1 * float(np.sum(np.square(action))),
-        }
-        return sum(terms.values()), terms
-"""
-
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m activities.training.bench")
+    p = argparse.ArgumentParser(prog="python -m workers.local.bench")
     p.add_argument("--env", default="HalfCheetah-v5")
     p.add_argument("--timesteps", type=int, default=300_000)
     p.add_argument("--seed", type=int, default=0)

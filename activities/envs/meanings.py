@@ -1,4 +1,4 @@
-"""Hand-written knowledge that `envspec` cannot read off the live model: what the Gymnasium v5
+"""Hand-written knowledge that `spec` cannot read off the live model: what the Gymnasium v5
 envs' info keys mean, and their reward / termination rules as text (weights filled in from the
 env's own attributes). Keyed by env class name. Layouts and names come from the model, not here.
 """

@@ -4,7 +4,7 @@
 the observation layout (every index: source array and entry, joint or body, meaning), the
 action layout, the info keys, the healthy/termination rules and the env's own reward.
 What cannot be read off the env (info meanings, reward formulas, a few constants `_get_obs`
-hard-codes) lives in `envspec_meanings`. tests/activities/training/test_envspec.py checks every
+hard-codes) lives in `meanings`. tests/activities/envs/test_spec.py checks every
 index against live data.
 """
 
@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.training import envspec_meanings as meanings
-from activities.training.envs import facts
+from activities.envs import meanings
+from activities.envs.catalog import facts
 
 Transform = Literal["identity", "sin", "cos", "clip"]
 # Reacher's last two entries: world x, y of body "fingertip" minus those of body "target".
@@ -164,7 +164,7 @@ def env_spec(env_id: str) -> EnvSpec:
     facts(env_id)  # unknown ids fail here with the catalog's message
     import gymnasium as gym  # lazy: importing this module stays cheap
 
-    from activities.training.sim import quiet_mujoco
+    from activities.envs.quiet import quiet_mujoco
 
     quiet_mujoco()
     env = gym.make(env_id)

@@ -1,7 +1,7 @@
 """Catalog of the 10 Gymnasium MuJoCo v5 environments: the facts authors and judges rely on.
 
 Pure data (no gymnasium import) so the LLM and judge pools can read it cheaply;
-tests/activities/training/test_envs.py checks every entry against the live environment.
+tests/activities/envs/test_catalog.py checks every entry against the live environment.
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from activities.training.bench_train import (
+from activities.training.reward_runtime import load_reward
+from activities.training.sim import make_env
+from workers.cli import _parser, cmd_bench_train
+from workers.local.bench_train import (
     REWARD_FILENAME,
     BenchError,
     bench,
@@ -13,9 +16,6 @@ from activities.training.bench_train import (
     reward_source,
     table,
 )
-from activities.training.reward_runtime import load_reward
-from activities.training.sim import make_env
-from workers.cli import _parser, cmd_bench_train
 
 
 @pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Ant-v5"])

@@ -15,10 +15,10 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from activities.training.bench import RUN_FORWARD
-from activities.training.local import _run_sync
-from activities.training.protocol import ChildRequest
-from activities.training.supervisor import run_child
+from activities.runner.baseline_reward import RUN_FORWARD
+from activities.runner.protocol import ChildRequest
+from activities.runner.supervisor import run_child
+from workers.local.train import _run_sync
 
 
 def _one(mode: str, req: ChildRequest) -> dict[str, Any]:

@@ -10,12 +10,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from activities.training.envs import facts
-from activities.training.envspec import FINGERTIP, EnvSpec, env_spec
-from activities.training.envspec_meanings import UNKNOWN_INFO
+from activities.envs.catalog import facts
+from activities.envs.meanings import UNKNOWN_INFO
+from activities.envs.quiet import quiet_mujoco
+from activities.envs.spec import FINGERTIP, EnvSpec, env_spec
 from activities.training.reward_runtime import load_reward
-from activities.training.sim import make_env, quiet_mujoco
-from workflows.models import ENV_IDS
+from activities.training.sim import make_env
+from workflows.contracts.session import ENV_IDS
 
 PROMPT_BUDGET = 7500  # characters; Humanoid's 348-dim observation is the largest
 

@@ -10,7 +10,7 @@ they are evaluated at the same timesteps.
 - ours: the real confined child (`run_child("train", ...)`): our preset, FastDummyVecEnv +
   VecNormalize, one torch thread, and a sandboxed reward file that rebuilds the env's reward
   from its info dict (checked against the env's reward before training).
-- plain: `python -m activities.training.bench_plain`: `PPO("MlpPolicy", gym.make(env_id))`
+- plain: `python -m workers.local.bench_plain`: `PPO("MlpPolicy", gym.make(env_id))`
   with SB3's defaults (one env, no VecNormalize, torch's default threads), no sandbox.
 
 Figures per side: steps/s (timesteps / training wall, evaluations excluded), the final
@@ -31,9 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from activities.training.local import _run_sync
-from activities.training.protocol import ChildRequest
-from activities.training.supervisor import REPO_ROOT, repo_pythonpath, run_child
+from activities.runner.protocol import ChildRequest
+from activities.runner.supervisor import REPO_ROOT, repo_pythonpath, run_child
+from workers.local.train import _run_sync
 
 # Target evaluation returns (env's own reward, one deterministic episode).
 DEFAULT_TARGETS: dict[str, float] = {
@@ -157,7 +157,7 @@ def run_ours(
 def run_plain(
     env_id: str, timesteps: int, eval_every: int, seed: int, on_eval: OnEval
 ) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "activities.training.bench_plain", "--env", env_id]
+    cmd = [sys.executable, "-m", "workers.local.bench_plain", "--env", env_id]
     cmd += ["--timesteps", str(timesteps), "--eval-every", str(eval_every), "--seed", str(seed)]
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     result: dict[str, Any] | None = None

@@ -1,4 +1,4 @@
-"""The wire format between a supervisor (activity or CLI) and `activities.training.child`.
+"""The wire format between a supervisor (activity or CLI) and `activities.runner.child`.
 
 Request: a JSON file, `ChildRequest`. Output: JSON lines on the child's stdout (`progress`,
 `log` events) and `result.json` in the output folder: `{"ok": true, ...}` on success, or

@@ -1,0 +1,41 @@
+"""The base every contract derives from, and the session context LLM requests share.
+
+Every LLM request restates which session it is for, what the person asked and which model
+answers (and most, which environment): they inherit these fields from `PromptContext` and
+`SessionContext` here rather than spelling them again. Inheritance keeps the JSON field names,
+types and defaults as they were, so recorded histories still replay.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+# The offline author (deterministic templates, no network): `llm_model`'s default.
+OFFLINE_MODEL = "offline"
+OFFLINE_LABEL = "offline (no LLM)"
+
+
+def is_offline(model: str) -> bool:
+    """The offline author (no LLM), by its name or its label."""
+    return model.strip().lower() in (OFFLINE_MODEL, OFFLINE_LABEL.lower())
+
+
+class Contract(BaseModel):
+    """Extra fields are rejected: a typo in a payload fails loudly instead of doing nothing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class PromptContext(Contract):
+    """The session, the person's prompt and the model that answers: what every LLM request
+    carries (the vision requests, which watch a video, need no more)."""
+
+    session_id: str
+    prompt: str
+    llm_model: str
+
+
+class SessionContext(PromptContext):
+    """`PromptContext` and the environment: what the LLM requests about a policy carry."""
+
+    env_id: str

@@ -1,0 +1,98 @@
+"""Judging contracts: the criteria a behaviour is judged by, the judge's code, the requests to
+judge a rollout, and the judgments (from the trajectory and from the video).
+
+The code judge (or the LLM-written judge code) scores a rollout's trajectory against the
+criteria; a vision-language judge watches its video against the visual criteria; the workflow
+settles the two (workflows/synthesis.py).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from workflows.contracts.context import Contract
+from workflows.contracts.usage import LLMCall
+
+
+class Criterion(Contract):
+    """A measurable behavioural criterion, checked by the code judge on a trajectory."""
+
+    name: str
+    description: str
+    # A metric the code judge computes from a trajectory (see activities/judging/metrics.py);
+    # None for criteria an LLM elicited, which its judge code measures.
+    metric: str | None = None
+    # How to measure it from a trajectory, in words (what the judge code computes).
+    measure: str = ""
+    target: float
+    # at_least: value >= target passes; at_most: value <= target; near: |value-target| <= tol.
+    direction: Literal["at_least", "at_most", "near"] = "at_least"
+    tolerance: float = 0.0
+    weight: float = 1.0
+
+
+class JudgeCode(Contract):
+    key: str  # sessions/<sid>/judge_fn.py
+    summary: str
+    usage: LLMCall | None = None
+
+
+class JudgeRequest(Contract):
+    env_id: str
+    trajectory_key: str
+    criteria: list[Criterion]
+    pass_threshold: float
+    # LLM-written judge code (run in a child process); None: the built-in code judge.
+    judge_key: str | None = None
+
+
+class CriterionScore(Contract):
+    name: str
+    metric: str
+    value: float
+    target: float
+    direction: str
+    score: float  # in [0, 1]
+
+
+class Judgment(Contract):
+    score: float  # in [0, 1]
+    passed: bool
+    diagnosis: str
+    criteria: list[CriterionScore] = Field(default_factory=list)
+    failure_tags: list[str] = Field(default_factory=list)
+    # Set when a VLM judge also watched the video (see workflows/synthesis.py).
+    code_score: float | None = None
+    visual_score: float | None = None
+    # The same judge on the run's evaluation checkpoints: percent of training -> mean score of
+    # its p10/median/p90 episodes (how the behaviour developed).
+    checkpoints: dict[str, float] = Field(default_factory=dict)
+
+
+# --- the video judge --------------------------------------------------------------------------
+
+
+class VisualCriterion(Contract):
+    name: str
+    look_for: str  # what someone watching the video checks
+
+
+class VisualCriteria(Contract):
+    criteria: list[VisualCriterion]
+    usage: LLMCall | None = None
+
+
+class VisualVerdict(Contract):
+    name: str
+    verdict: Literal["met", "partly", "not_met"]
+    score: float
+    reason: str
+
+
+class VisualJudgment(Contract):
+    score: float  # mean of the verdicts' scores (met 1, partly 0.5, not met 0)
+    verdicts: list[VisualVerdict]
+    shown: str  # "video" or "<n> frames"
+    usage: LLMCall | None = None

@@ -1,0 +1,159 @@
+"""LLM-pool contracts: the requests and results of the agents' activities.
+
+One activity is one LLM call: eliciting criteria, authoring reward and judge code, reviewing
+and fixing it, writing visual criteria and watching a video, settling a disagreement between
+the judges, revising a reward. Each request derives its session, prompt, model (and env) from
+`context`; each result that called a model carries its `LLMCall`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from workflows.contracts.context import Contract, PromptContext, SessionContext
+from workflows.contracts.judging import Criterion, Judgment, VisualCriterion, VisualJudgment
+from workflows.contracts.session import IterationEvidence, IterationRecord
+from workflows.contracts.tools import ToolCallRef, ToolOutcome
+from workflows.contracts.training import RewardArtifact, TrainResult
+from workflows.contracts.usage import LLMCall
+
+
+class ElicitRequest(SessionContext):
+    pass  # the behaviour's measurable criteria, once per session
+
+
+class ElicitResult(Contract):
+    criteria: list[Criterion]
+    model_label: str
+    usage: LLMCall | None = None
+
+
+class AuthorRequest(SessionContext):
+    iteration: int
+    criteria: list[Criterion] = Field(default_factory=list)
+    candidate: int = 0
+    candidates: int = 1
+
+
+class AuthorResult(Contract):
+    reward: RewardArtifact
+    criteria: list[Criterion]
+    model_label: str
+    usage: LLMCall | None = None
+
+
+class JudgeAuthorRequest(SessionContext):
+    criteria: list[Criterion]
+
+
+class ReviewRequest(SessionContext):
+    iteration: int
+    candidate: int
+    reward: RewardArtifact
+    criteria: list[Criterion]
+
+
+class ReviewResult(Contract):
+    lgtm: bool
+    notes: str  # what the reviewer found, one or two sentences
+    reward: RewardArtifact  # the corrected reward when not LGTM, else the one reviewed
+    usage: LLMCall | None = None
+
+
+class FixRequest(SessionContext):
+    iteration: int
+    candidate: int
+    kind: Literal["reward", "judge"]
+    code_key: str
+    error: str
+    attempt: int  # the attempt that failed (1-based)
+    criteria: list[Criterion] = Field(default_factory=list)
+
+
+class FixResult(Contract):
+    key: str
+    latex: str = ""
+    terms: list[str] = Field(default_factory=list)
+    summary: str = ""
+    usage: LLMCall | None = None
+
+
+# --- the video judge ----------------------------------------------------------------------------
+
+
+class VisualCriteriaRequest(PromptContext):
+    pass  # what someone watching the rollouts' videos should check, once per session
+
+
+class VlmJudgeRequest(PromptContext):
+    video_key: str
+    criteria: list[VisualCriterion]
+    frames: int = 8  # for models that take images but not video
+
+
+class SynthesisRequest(SessionContext):
+    """The trajectory judge and the video judge disagree about one rollout: settle it."""
+
+    code: Judgment
+    visual: VisualJudgment
+    visual_criteria: list[VisualCriterion]
+    video_key: str
+    trajectory_key: str
+    folder: str  # where the conversation and tool answers go (<run_prefix>synthesis/)
+    transcript_key: str | None = None
+    tool_outcomes: list[ToolOutcome] = Field(default_factory=list)
+    round: int = 0
+    final: bool = False
+
+
+class SynthesisResult(Contract):
+    done: bool = True
+    score: float | None = None  # the settled intent score (kept between the two judges')
+    trusted: Literal["trajectory", "video", "both"] = "both"
+    diagnosis: str = ""
+    tool_calls: list[ToolCallRef] = Field(default_factory=list)
+    transcript_key: str | None = None
+    usage: LLMCall | None = None
+
+
+# --- the reviser --------------------------------------------------------------------------------
+
+
+class ReviseRequest(SessionContext):
+    iteration: int  # the iteration the revised reward is for
+    reward: RewardArtifact  # the last iteration's winning reward, its judgment and training
+    criteria: list[Criterion]
+    judgment: Judgment
+    train: TrainResult
+    timesteps: int
+    timesteps_cap: int
+    candidate: int = 0
+    candidates: int = 1
+    # What people said since the last revision (give_feedback / feedback signal).
+    feedback: list[str] = Field(default_factory=list)
+    # Every iteration so far, and the best one when it is not the last (a base to rebase on).
+    history: list[IterationRecord] = Field(default_factory=list)
+    best: IterationEvidence | None = None
+    algo: str = "ppo"
+    # The conversation so far (None: the first call) and the results of the tools it asked for.
+    transcript_key: str | None = None
+    tool_outcomes: list[ToolOutcome] = Field(default_factory=list)
+    round: int = 0
+    final: bool = False  # no more tools: the model must submit
+
+
+class ReviseResult(Contract):
+    # done: the revision below; not done: the tools the model asked for, to run and answer.
+    done: bool = True
+    reward: RewardArtifact | None = None
+    timesteps: int = 0
+    changes: str = ""  # one or two sentences: what changed and why
+    diagnosis: str = ""
+    base_iteration: int | None = None  # the iteration whose reward this one revises
+    config: str | None = None  # the hyperparameter config asked for next (PPO)
+    tool_calls: list[ToolCallRef] = Field(default_factory=list)
+    transcript_key: str | None = None
+    history_key: str | None = None  # what the tools read the session's iterations from
+    usage: LLMCall | None = None

@@ -1,0 +1,267 @@
+"""Session contracts: what a person asks for and its validation, the stages, what each
+iteration leaves behind (run and iteration records), the status a query returns, what a run
+carries into the next when it continues as new, and the session's result.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from workflows.contracts.context import OFFLINE_MODEL, Contract
+from workflows.contracts.judging import Criterion, JudgeCode, Judgment, VisualCriteria
+from workflows.contracts.queues import DEFAULT_QUEUE_PREFIX
+from workflows.contracts.training import MAX_CONFIGS, RewardArtifact, TrainResult
+from workflows.contracts.usage import LLMUsage
+
+# The 10 Gymnasium MuJoCo v5 environments policyforge trains on.
+ENV_IDS: tuple[str, ...] = (
+    "HalfCheetah-v5",
+    "Ant-v5",
+    "Hopper-v5",
+    "Walker2d-v5",
+    "Humanoid-v5",
+    "HumanoidStandup-v5",
+    "Swimmer-v5",
+    "Reacher-v5",
+    "InvertedPendulum-v5",
+    "InvertedDoublePendulum-v5",
+)
+
+MAX_CANDIDATES = 8
+MAX_FIX_ATTEMPTS = 5  # validations of one piece of generated code before the session gives up
+
+Stage = Literal[
+    "starting",
+    "eliciting",
+    "authoring",
+    "reviewing",
+    "fixing",
+    "validating",
+    "training",
+    "evaluating",
+    "judging",
+    "synthesizing",
+    "revising",
+    "awaiting_approval",
+    "continuing",
+    "done",
+    "failed",
+]
+
+
+class SessionInput(Contract):
+    """What a person asks for. Extra fields are rejected so a typo never silently does nothing."""
+
+    prompt: str
+    env_id: str
+    total_timesteps: int = 200_000
+    max_iterations: int = 3
+    pass_threshold: float = 0.8
+    seeds: int = 1
+    llm_model: str = OFFLINE_MODEL
+    # The reviser may raise the per-iteration budget up to this cap (default: 2x total_timesteps).
+    max_timesteps_per_iteration: int | None = None
+    # Steps of the deterministic evaluation rollout (None: the env's own episode length).
+    eval_max_steps: int | None = None
+    session_id: str | None = None
+    # Worker pools polled: <prefix>-llm, <prefix>-train, <prefix>-judge.
+    queue_prefix: str = DEFAULT_QUEUE_PREFIX
+    # Distinct reward candidates written (and trained) per iteration.
+    candidates: int = 1
+    # PPO hyperparameter configs trained per candidate: the env's preset, then variants of it
+    # (activities/training/presets.py VARIANTS).
+    configs: int = 1
+    # Start each iteration's training from the best policy so far instead of from scratch.
+    warm_start: bool = False
+    # The RL algorithm: PPO (default, presets per env), SAC or TD3 (rl-zoo settings).
+    algo: Literal["ppo", "sac", "td3"] = "ppo"
+    # A person approves rewards before training: never, the first iteration's, or every one.
+    approval: Literal["none", "first", "every"] = "none"
+    # How long an approval gate waits, and what happens when nobody answers.
+    approval_timeout_s: int = 3600
+    approval_timeout_action: Literal["approve", "abort"] = "approve"
+    # Keep the custom search attributes (stage, env, iteration, best score, passed) current.
+    search_attributes: bool = True
+    # LLM sessions: a vision-language judge also watches each rollout's video (same model).
+    vlm_judge: bool = True
+    # Caps: reaching one ends the session as budget_exhausted, keeping the best policy so far.
+    max_llm_cost_usd: float | None = None
+    max_training_minutes: float | None = None
+    # Iterations one workflow run holds before the session continues as new with a fresh
+    # history (sooner when the server suggests it): long sessions stay within history limits.
+    iterations_per_run: int = 10
+
+    @property
+    def timesteps_cap(self) -> int:
+        return self.max_timesteps_per_iteration or 2 * self.total_timesteps
+
+
+def input_errors(data: dict) -> list[str]:
+    """Validate raw session input; returns one-line errors that each name a field."""
+    try:
+        inp = SessionInput.model_validate(data)
+    except ValidationError as exc:
+        out = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "input"
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = "unknown field; remove it (see SessionInput, workflows/contracts/session.py)"
+            out.append(f"{field}: {msg}")
+        return out
+    errors = []
+    if not inp.prompt.strip():
+        errors.append("prompt: is empty; describe the behaviour, e.g. 'run forward'")
+    if inp.env_id not in ENV_IDS:
+        errors.append(
+            f"env_id: unknown environment {inp.env_id!r}; choose one of {', '.join(ENV_IDS)}"
+        )
+    for field in ("total_timesteps", "max_iterations", "seeds"):
+        value = getattr(inp, field)
+        if value <= 0:
+            errors.append(f"{field}: must be a positive integer (got {value})")
+    if inp.max_timesteps_per_iteration is not None and inp.max_timesteps_per_iteration < max(
+        inp.total_timesteps, 1
+    ):
+        errors.append(
+            "max_timesteps_per_iteration: must be at least total_timesteps "
+            f"({inp.max_timesteps_per_iteration} < {inp.total_timesteps})"
+        )
+    if inp.eval_max_steps is not None and inp.eval_max_steps <= 0:
+        errors.append(f"eval_max_steps: must be a positive integer (got {inp.eval_max_steps})")
+    if not 0.0 < inp.pass_threshold <= 1.0:
+        errors.append(f"pass_threshold: must be in (0, 1] (got {inp.pass_threshold})")
+    if not inp.llm_model.strip():
+        errors.append("llm_model: is empty; use 'offline' or a model name")
+    if inp.algo != "ppo" and inp.configs > 1:
+        errors.append("configs: hyperparameter configs are PPO's; use configs=1 with sac or td3")
+    if inp.algo != "ppo" and inp.warm_start:
+        errors.append("warm_start: only PPO runs warm-start; leave it off with sac or td3")
+    if not 1 <= inp.configs <= MAX_CONFIGS:
+        errors.append(f"configs: must be between 1 and {MAX_CONFIGS} (got {inp.configs})")
+    if not 1 <= inp.candidates <= MAX_CANDIDATES:
+        errors.append(f"candidates: must be between 1 and {MAX_CANDIDATES} (got {inp.candidates})")
+    if inp.iterations_per_run <= 0:
+        errors.append(
+            f"iterations_per_run: must be a positive integer (got {inp.iterations_per_run})"
+        )
+    if inp.approval_timeout_s <= 0:
+        errors.append(f"approval_timeout_s: must be positive (got {inp.approval_timeout_s})")
+    for field in ("max_llm_cost_usd", "max_training_minutes"):
+        value = getattr(inp, field)
+        if value is not None and value <= 0:
+            errors.append(f"{field}: must be positive, or left out for no cap (got {value})")
+    return errors
+
+
+# --- what each iteration leaves behind ----------------------------------------------------------
+
+
+class RunRecord(Contract):
+    run_name: str
+    seed: int
+    run_prefix: str
+    model_key: str
+    vecnormalize_key: str
+    video_key: str | None
+    trajectory_key: str
+    timesteps_done: int
+    score: float
+    passed: bool
+
+
+class IterationRecord(Contract):
+    iteration: int
+    reward_key: str
+    reward_summary: str
+    latex: str
+    timesteps: int
+    score: float
+    passed: bool
+    diagnosis: str
+    failure_tags: list[str] = Field(default_factory=list)
+    best_run: RunRecord
+    runs: int = 1
+    changes: str | None = None  # what the reviser changed to produce this iteration's reward
+    review_notes: str | None = None  # what the reviewer corrected before training
+    candidate: int = 0  # the reward candidate that won this iteration
+    candidates: int = 1
+    config: str = "default"  # the hyperparameter config that won
+    llm_usage: LLMUsage = Field(default_factory=LLMUsage)
+    training_seconds: float = 0.0
+    # How the reviser got here: the iteration it revised, what it looked up, what people said.
+    based_on: int | None = None
+    tools_used: list[str] = Field(default_factory=list)
+    feedback: list[str] = Field(default_factory=list)
+
+
+class IterationEvidence(Contract):
+    """An iteration's winning reward with the training and judgment of its best run."""
+
+    iteration: int
+    reward: RewardArtifact
+    judgment: Judgment
+    train: TrainResult
+
+
+# --- session state and result ---------------------------------------------------------------
+
+
+class SessionStatus(Contract):
+    session_id: str
+    prompt: str
+    env_id: str
+    model_label: str
+    stage: Stage
+    iteration: int
+    max_iterations: int
+    timesteps_done: int  # of the runs in the current iteration (mean over seeds)
+    timesteps_target: int
+    best_score: float | None
+    best_iteration: int | None
+    iterations: list[IterationRecord] = Field(default_factory=list)
+    criteria: list[Criterion] = Field(default_factory=list)
+    llm_usage: LLMUsage = Field(default_factory=LLMUsage)
+    training_seconds: float = 0.0
+    note: str | None = None  # e.g. which budget ran out
+    approval: str = "none"
+    awaiting_approval: int | None = None  # the iteration waiting for a person, if any
+    pending_rewards: list[RewardArtifact] = Field(default_factory=list)  # what awaits approval
+    feedback_pending: int = 0
+    signal_errors: list[str] = Field(default_factory=list)  # invalid signals, newest last
+    runs: int = 1  # workflow runs so far: a long session continues as new between iterations
+
+
+class SessionCarry(Contract):
+    """What a session takes into its next workflow run when it continues as new."""
+
+    records: list[IterationRecord]  # every iteration so far, the last one done last
+    criteria: list[Criterion]
+    judge: JudgeCode | None = None
+    visual_criteria: VisualCriteria | None = None
+    evidence: list[IterationEvidence]  # the last iteration's and the best one's
+    configs: list[str]
+    llm_usage: LLMUsage
+    training_seconds: float
+    extra_iterations: int = 0
+    feedback: list[str] = Field(default_factory=list)
+    signal_errors: list[str] = Field(default_factory=list)
+    runs: int = 1  # workflow runs of this session so far
+
+
+class SessionResult(Contract):
+    session_id: str
+    status: Literal["passed", "not_passed", "budget_exhausted", "aborted"]
+    passed: bool
+    model_label: str
+    # None only when a budget ran out before the first iteration was judged.
+    best_iteration: int | None
+    best_score: float | None
+    best: IterationRecord | None
+    iterations: list[IterationRecord]
+    criteria: list[Criterion] = Field(default_factory=list)
+    llm_usage: LLMUsage = Field(default_factory=LLMUsage)
+    training_seconds: float = 0.0
+    note: str | None = None

@@ -1,0 +1,118 @@
+"""Training-pool contracts: reward code by reference, and the requests and results of
+validating generated code, training a policy and evaluating it.
+
+The workflow never carries the code or the weights: it carries S3 keys (see `keys`), scores
+and short text. `TrainProgress` is what a training activity heartbeats and resumes from.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from workflows.contracts.context import Contract
+
+# Hyperparameter configs by name: the env's preset, then the VARIANTS of
+# activities/training/presets.py in their order (a test keeps the two in step).
+CONFIG_NAMES = ("default", "lr_half", "lr_double", "epochs_10", "entropy", "wide_net")
+MAX_CONFIGS = len(CONFIG_NAMES)
+
+
+class RewardArtifact(Contract):
+    """Reward code lives in S3; the workflow only carries its key and a short description."""
+
+    key: str
+    latex: str
+    terms: list[str]
+    summary: str
+    # For template-authored rewards: the template and its parameters, so a reviser can re-render.
+    template: str | None = None
+    params: dict[str, float] = Field(default_factory=dict)
+
+
+class ValidateRequest(Contract):
+    env_id: str
+    reward_key: str
+    steps: int = 64
+    seed: int = 0
+
+
+class ValidateJudgeRequest(Contract):
+    env_id: str
+    judge_key: str
+    reward_key: str  # the trajectory it is tried on carries this reward's terms
+    criteria: list[str] = Field(default_factory=list)
+    steps: int = 100
+    seed: int = 0
+
+
+class ValidateResult(Contract):
+    ok: bool
+    error: str | None = None
+    steps: int = 0
+    # Mean absolute value of each reward term over the validation steps.
+    term_magnitudes: dict[str, float] = Field(default_factory=dict)
+
+
+class TrainRequest(Contract):
+    session_id: str
+    iteration: int
+    run_name: str  # e.g. "c0_default_seed_0"
+    env_id: str
+    reward_key: str
+    timesteps: int
+    seed: int = 0
+    config: str = "default"  # which hyperparameter config (see configs in SessionInput)
+    configs: int = 1
+    algo: str = "ppo"
+    # Evaluation checkpoints' episode length (None: the env's own); see eval_checkpoints.py.
+    eval_max_steps: int | None = None
+    # Warm start: the model (and its VecNormalize) to start from instead of a fresh policy.
+    init_model_key: str | None = None
+    init_vecnormalize_key: str | None = None
+
+
+class TrainResult(Contract):
+    run_prefix: str  # sessions/<sid>/iter_<n>/<run_name>/
+    model_key: str
+    vecnormalize_key: str
+    timesteps_done: int
+    mean_episode_return: float | None = None  # under the session's reward
+    mean_env_return: float | None = None  # under the env's own reward, for reference
+    term_means: dict[str, float] = Field(default_factory=dict)  # per-step mean of each term
+    wall_seconds: float = 0.0
+    steps_per_second: float = 0.0
+    # Training still improving at the end (last quarter's returns above the previous quarter's).
+    still_improving: bool = False
+    # The timestep counter this run resumed from after a worker died (None: ran in one go).
+    resumed_from_timesteps: int | None = None
+
+
+class TrainProgress(Contract):
+    """Heartbeat details of a training activity: what a retry resumes from."""
+
+    timesteps: int
+    mean_return: float | None = None
+    # The latest checkpoint in S3 (a folder prefix) and its timestep counter.
+    checkpoint_key: str | None = None
+    checkpoint_timesteps: int | None = None
+
+
+class EvalRequest(Contract):
+    env_id: str
+    reward_key: str
+    run_prefix: str
+    model_key: str
+    vecnormalize_key: str
+    seed: int = 0
+    max_steps: int | None = None
+    record_video: bool = True
+    algo: str = "ppo"
+
+
+class EvalResult(Contract):
+    video_key: str | None
+    trajectory_key: str
+    episode_return: float
+    env_return: float
+    episode_length: int
+    terminated: bool
