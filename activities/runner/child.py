@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from activities.runner.protocol import RESULT_FILE, ChildRequest
+from activities.sandbox.errors import code_error, one_line
 from activities.sandbox.layers import SandboxUnavailable
 from activities.sandbox.os_limits import confine, mark_not_dumpable
 
@@ -79,25 +80,6 @@ def _preload(mode: str) -> None:
         modules += ["activities.training.validate"]
     for name in modules:
         importlib.import_module(name)
-
-
-def _code_error(exc: BaseException, filenames: tuple[str, ...]) -> str | None:
-    """'reward_fn.py line 12: ZeroDivisionError: ...' when generated code failed, else None."""
-    from activities.judging.judge_runtime import JudgeLoadError
-    from activities.training.reward_runtime import RewardLoadError
-
-    if isinstance(exc, RewardLoadError | JudgeLoadError):
-        return _one_line(str(exc))
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in filenames]
-    if not frames:
-        return None
-    where = f"{frames[-1].filename} line {frames[-1].lineno}"
-    return _one_line(f"{where}: {type(exc).__name__}: {exc}")
-
-
-def _one_line(text: str, limit: int = 500) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _rewards(mode: str, req: ChildRequest, box: SandboxClient | None) -> Rewards:
@@ -286,14 +268,14 @@ def main(argv: list[str] | None = None) -> int:
         try:
             result = run(args.mode, req, args.out, emit, box)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure becomes one line
-            reward_msg = _code_error(exc, (req.reward_filename, req.judge_filename))
+            reward_msg = code_error(exc, (req.reward_filename, req.judge_filename))
             if reward_msg is None:
                 traceback.print_exc()
             return fail(
-                reward_msg or _one_line(f"{type(exc).__name__}: {exc}"), reward_msg is not None
+                reward_msg or one_line(f"{type(exc).__name__}: {exc}"), reward_msg is not None
             )
     except SandboxUnavailable as exc:
-        return fail(_one_line(str(exc)), False, sandbox_unavailable=True)
+        return fail(one_line(str(exc)), False, sandbox_unavailable=True)
     finally:
         if box is not None:
             box.close()

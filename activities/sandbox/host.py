@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -24,28 +23,14 @@ import numpy as np
 
 from activities.sandbox import guards, layers, wire
 from activities.sandbox.confine import confine_sandbox
-from activities.sandbox.reward_code import LoadedReward, RewardLoadError, load_reward
+from activities.sandbox.errors import code_error, one_line
+from activities.sandbox.reward_code import LoadedReward, counts_of, load_reward
 
 _FILES: tuple[str, ...] = ()
 
 
-def _one_line(text: str, limit: int = 500) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-class CodeFault(Exception):
-    """Generated code failed; one line, blamed on it."""
-
-
 def _blame(exc: BaseException) -> str:
-    from activities.judging.judge_runtime import JudgeLoadError
-
-    if isinstance(exc, RewardLoadError | JudgeLoadError):
-        return _one_line(str(exc))
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in _FILES]
-    where = f"{frames[-1].filename} line {frames[-1].lineno}: " if frames else ""
-    return _one_line(f"{where}{type(exc).__name__}: {exc}")
+    return code_error(exc, _FILES) or one_line(f"{type(exc).__name__}: {exc}")
 
 
 class Host:
@@ -121,12 +106,7 @@ class Host:
         return header, np.asarray(flat, dtype=np.float64).tobytes()
 
     def counts(self, _h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
-        rs = self.rewards.values()
-        return {
-            "calls": sum(r.calls for r in rs),
-            "nonfinite": sum(r.nonfinite for r in rs),
-            "clipped": sum(r.clipped for r in rs),
-        }, b""
+        return counts_of(self.rewards.values()), b""
 
     def load_judge(self, h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
         global _FILES

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from activities.sandbox import guards
@@ -172,6 +172,16 @@ class LoadedReward:
             terms = {k: v * scale for k, v in terms.items()}
             total = math.copysign(LARGE, total)
         return total, terms
+
+
+def counts_of(rewards: Iterable[LoadedReward]) -> dict[str, int]:
+    """Calls, and rewards repaired (non-finite zeroed, huge clipped), over reward instances."""
+    rs = list(rewards)
+    return {
+        "calls": sum(r.calls for r in rs),
+        "nonfinite": sum(r.nonfinite for r in rs),
+        "clipped": sum(r.clipped for r in rs),
+    }
 
 
 def _types(terms: Any) -> str:

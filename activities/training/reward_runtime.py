@@ -20,6 +20,7 @@ from activities.sandbox.reward_code import (
     LoadedReward,
     RewardFunction,
     RewardLoadError,
+    counts_of,
     load_reward,
     parse_check,
 )
@@ -76,12 +77,7 @@ class LocalRewards:
         return [self.instances[rid](o, a, n, info) for rid, o, a, n, info in batch]
 
     def counts(self) -> dict[str, int]:
-        rs = self.instances.values()
-        return {
-            "calls": sum(r.calls for r in rs),
-            "nonfinite": sum(r.nonfinite for r in rs),
-            "clipped": sum(r.clipped for r in rs),
-        }
+        return counts_of(self.instances.values())
 
 
 def as_rewards(reward: Rewards | LoadedReward) -> Rewards:
