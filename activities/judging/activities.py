@@ -11,7 +11,6 @@ import asyncio
 import tempfile
 from pathlib import Path, PurePosixPath
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
@@ -20,6 +19,10 @@ from activities.judging.session_tools import session_tool
 from activities.logs import activity_logger
 from activities.runner.protocol import ChildFailed, ChildRequest
 from activities.runner.supervisor import run_child, sandbox_refused
+from workflows.contracts.activities import (
+    JUDGE_ROLLOUT,
+    implements,
+)
 from workflows.contracts.judging import CriterionScore, JudgeRequest, Judgment
 from workflows.contracts.keys import JUDGMENT, eval_checkpoints_prefix, run_prefix_of
 
@@ -32,7 +35,7 @@ def judgment_key(trajectory_key: str) -> str | None:
     return prefix + JUDGMENT if prefix is not None else None
 
 
-@activity.defn(name="judge_rollout")
+@implements(JUDGE_ROLLOUT)
 async def judge_rollout(req: JudgeRequest) -> Judgment:
     log = activity_logger(env_id=req.env_id, trajectory=req.trajectory_key)
     store = ArtifactStore()

@@ -13,10 +13,13 @@ import re
 from typing import Any
 
 import numpy as np
-from temporalio import activity
 
 from activities.artifacts import ArtifactStore
 from activities.logs import activity_logger
+from workflows.contracts.activities import (
+    SESSION_TOOL,
+    implements,
+)
 from workflows.contracts.judging import Judgment
 from workflows.contracts.keys import JUDGMENT, SCALARS, SUMMARY
 from workflows.contracts.session import IterationRecord
@@ -215,7 +218,7 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-@activity.defn(name="session_tool")
+@implements(SESSION_TOOL)
 def session_tool(req: ToolRequest) -> ToolOutcome:
     """Run one tool call and put its answer in S3; the agent's next call reads it."""
     log = activity_logger(tool=req.call.name)

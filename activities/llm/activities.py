@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from functools import partial
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore, iteration_prefix, session_prefix
@@ -25,6 +24,15 @@ from activities.llm.offline.render import RenderedReward
 from activities.llm.provider import is_offline, llm_only, model_label
 from activities.logs import activity_logger
 from workflows.contracts import keys
+from workflows.contracts.activities import (
+    AUTHOR_JUDGE,
+    AUTHOR_REWARD,
+    ELICIT_CRITERIA,
+    FIX_CODE,
+    REVIEW_REWARD,
+    REVISE_REWARD,
+    implements,
+)
 from workflows.contracts.judging import JudgeCode
 from workflows.contracts.llm import (
     AuthorRequest,
@@ -68,7 +76,7 @@ def _llm_artifact(key: str, code: reward.RewardCode) -> RewardArtifact:
     return RewardArtifact(key=key, latex=code.latex, terms=code.terms, summary=code.summary)
 
 
-@activity.defn(name="elicit_criteria")
+@implements(ELICIT_CRITERIA)
 def elicit_criteria(req: ElicitRequest) -> ElicitResult:
     log = activity_logger(env_id=req.env_id, model=req.llm_model)
     if is_offline(req.llm_model):
@@ -79,7 +87,7 @@ def elicit_criteria(req: ElicitRequest) -> ElicitResult:
     return ElicitResult(criteria=criteria, model_label=model_label(req.llm_model), usage=call)
 
 
-@activity.defn(name="author_reward")
+@implements(AUTHOR_REWARD)
 def author_reward(req: AuthorRequest) -> AuthorResult:
     log = activity_logger(req.iteration, env_id=req.env_id, model=req.llm_model)
     store = ArtifactStore()
@@ -106,7 +114,7 @@ def author_reward(req: AuthorRequest) -> AuthorResult:
     )
 
 
-@activity.defn(name="author_judge")
+@implements(AUTHOR_JUDGE)
 def author_judge(req: JudgeAuthorRequest) -> JudgeCode:
     llm_only("author_judge", req.llm_model)
     log = activity_logger(env_id=req.env_id, model=req.llm_model)
@@ -116,7 +124,7 @@ def author_judge(req: JudgeAuthorRequest) -> JudgeCode:
     return JudgeCode(key=key, summary=summary, usage=call)
 
 
-@activity.defn(name="review_reward")
+@implements(REVIEW_REWARD)
 def review_reward(req: ReviewRequest) -> ReviewResult:
     llm_only("review_reward", req.llm_model)
     log = activity_logger(req.iteration, env_id=req.env_id, model=req.llm_model)
@@ -135,7 +143,7 @@ def review_reward(req: ReviewRequest) -> ReviewResult:
     return ReviewResult(lgtm=False, notes=verdict.notes, reward=corrected, usage=call)
 
 
-@activity.defn(name="fix_code")
+@implements(FIX_CODE)
 def fix_code(req: FixRequest) -> FixResult:
     llm_only("fix_code", req.llm_model)
     log = activity_logger(req.iteration, env_id=req.env_id, kind=req.kind, fix_attempt=req.attempt)
@@ -164,7 +172,7 @@ def fix_code(req: FixRequest) -> FixResult:
     )
 
 
-@activity.defn(name="revise_reward")
+@implements(REVISE_REWARD)
 def revise_reward(req: ReviseRequest) -> ReviseResult:
     """One call of the reviser. With a model it may end in tool calls for the workflow to run
     (not done); the call after the last tool round must submit."""

@@ -8,7 +8,6 @@ import io
 from functools import partial
 
 import numpy as np
-from temporalio import activity
 
 from activities.artifacts import ArtifactStore
 from activities.llm.agents import dialogue, synthesizer, vlm
@@ -16,6 +15,13 @@ from activities.llm.agents.common import answer_text, ask, render_prompt
 from activities.llm.provider import llm_only
 from activities.llm.providers.base import Media
 from activities.logs import activity_logger
+from workflows.contracts.activities import (
+    ASK_VIDEO,
+    SYNTHESIZE_JUDGMENT,
+    VLM_CRITERIA,
+    VLM_JUDGE,
+    implements,
+)
 from workflows.contracts.judging import (
     VisualCriteria,
     VisualCriterion,
@@ -31,14 +37,14 @@ from workflows.contracts.llm import (
 from workflows.contracts.tools import AskVideoRequest, ToolOutcome
 
 
-@activity.defn(name="vlm_criteria")
+@implements(VLM_CRITERIA)
 def vlm_criteria(req: VisualCriteriaRequest) -> VisualCriteria:
     llm_only("vlm_criteria", req.llm_model)
     criteria, call = vlm.visual_criteria(req.prompt, req.llm_model)
     return VisualCriteria(criteria=[VisualCriterion(**c) for c in criteria], usage=call)
 
 
-@activity.defn(name="vlm_judge")
+@implements(VLM_JUDGE)
 def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
     """The rollout's video to a vision-language model: the mp4 itself when the model takes
     video, else evenly spaced frames."""
@@ -66,7 +72,7 @@ def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
     )
 
 
-@activity.defn(name="synthesize_judgment")
+@implements(SYNTHESIZE_JUDGMENT)
 def synthesize_judgment(req: SynthesisRequest) -> SynthesisResult:
     """One call of the synthesizer, which settles a disagreement between the judges; it may
     end in tool calls (measure the trajectory, ask the video model) for the workflow to run."""
@@ -97,7 +103,7 @@ def synthesize_judgment(req: SynthesisRequest) -> SynthesisResult:
     )
 
 
-@activity.defn(name="ask_video")
+@implements(ASK_VIDEO)
 def ask_video(req: AskVideoRequest) -> ToolOutcome:
     """An agent's question about a time window of the video: frames of that window to the
     video model, its answer to S3 for the agent's next call."""

@@ -25,6 +25,13 @@ from activities.logs import activity_logger
 from activities.runner.protocol import CHECKPOINT_FILES, ChildFailed, ChildRequest, Mode
 from activities.runner.supervisor import run_child, sandbox_refused
 from activities.training.presets import config_variants
+from workflows.contracts.activities import (
+    EVALUATE_POLICY,
+    TRAIN_POLICY,
+    VALIDATE_JUDGE,
+    VALIDATE_REWARD,
+    implements,
+)
 from workflows.contracts.keys import MODEL, TRAIN_OUTPUTS, VECNORMALIZE, checkpoint_key
 from workflows.contracts.training import (
     EvalRequest,
@@ -129,7 +136,7 @@ async def _validate(mode: Mode, child: ChildRequest) -> dict[str, Any] | str:
             return exc.message
 
 
-@activity.defn(name="validate_reward")
+@implements(VALIDATE_REWARD)
 async def validate_reward(req: ValidateRequest) -> ValidateResult:
     log = activity_logger(env_id=req.env_id, reward_key=req.reward_key)
     source = await _get_text(ArtifactStore(), req.reward_key)
@@ -150,7 +157,7 @@ async def validate_reward(req: ValidateRequest) -> ValidateResult:
     )
 
 
-@activity.defn(name="validate_judge")
+@implements(VALIDATE_JUDGE)
 async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
     """Run judge code on a random-action episode (with the session's reward terms) in the child."""
     log = activity_logger(env_id=req.env_id, judge_key=req.judge_key)
@@ -210,7 +217,7 @@ def _resume_point() -> TrainProgress | None:
     return progress if progress.checkpoint_key else None
 
 
-@activity.defn(name="train_policy")
+@implements(TRAIN_POLICY)
 async def train_policy(req: TrainRequest) -> TrainResult:
     log = activity_logger(req.iteration, env_id=req.env_id, run=req.run_name)
     store = ArtifactStore()
@@ -310,7 +317,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
     )
 
 
-@activity.defn(name="evaluate_policy")
+@implements(EVALUATE_POLICY)
 async def evaluate_policy(req: EvalRequest) -> EvalResult:
     log = activity_logger(env_id=req.env_id, run_prefix=req.run_prefix)
     store = ArtifactStore()
