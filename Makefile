@@ -11,14 +11,16 @@ demo: setup
 
 test: setup
 	.venv/bin/ruff check .
+	.venv/bin/mypy
 	.venv/bin/python -m pytest -q
 
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/mypy
 
 dev: setup
 	.venv/bin/policyforge dev
 
 clean:
-	rm -rf .venv *.egg-info .pytest_cache .ruff_cache demo-output runs
+	rm -rf .venv *.egg-info .pytest_cache .ruff_cache .mypy_cache demo-output runs

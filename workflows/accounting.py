@@ -11,6 +11,9 @@ class BudgetExhausted(Exception):
 
 
 class Accounting:
+    """The session's and the current iteration's LLM spend and training time, checked
+    against the session's caps between stages (`BudgetExhausted` ends the session)."""
+
     def __init__(self, inp: SessionInput) -> None:
         self.inp = inp
         self.session = LLMUsage()

@@ -6,6 +6,7 @@ from workflows.contracts.session import SessionStatus
 
 
 def details_markdown(status: SessionStatus) -> str:
+    """The session's status as markdown: what the Web UI shows as the workflow's details."""
     lines = [
         f"**{status.prompt}** on `{status.env_id}`, author {status.model_label}",
         f"stage **{status.stage}**, iteration {status.iteration}/{status.max_iterations}"

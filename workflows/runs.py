@@ -1,174 +1,143 @@
 """One iteration's training fan-out: candidates x configs x seeds trained in parallel, each run
 evaluated and judged (and watched by the video judge, with the synthesizer settling a
-disagreement), and the winner chosen. A mixin of `SessionWorkflow`, whose state it updates."""
+disagreement), and the winner chosen; the session's evidence and best run follow."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.contracts import activities as act
     from workflows.contracts import keys
-    from workflows.contracts.judging import (
-        Criterion,
-        JudgeCode,
-        Judgment,
-        VisualCriteria,
-        VisualJudgment,
-    )
+    from workflows.contracts.judging import Judgment
     from workflows.contracts.llm import SynthesisRequest, VlmJudgeRequest
-    from workflows.contracts.session import (
-        IterationEvidence,
-        IterationRecord,
-        RunRecord,
-        SessionInput,
-    )
+    from workflows.contracts.session import IterationEvidence, IterationRecord, RunRecord
     from workflows.contracts.training import RewardArtifact, TrainResult
     from workflows.steps import Steps
     from workflows.synthesis import disagree, synthesize
 
 
-class Runs:
-    # Set by SessionWorkflow.
-    _evidence: dict[int, IterationEvidence]
-    _best_run: RunRecord | None
-    _visual_criteria: VisualCriteria | None
-    _stage: Callable[..., None]  # SessionWorkflow._stage: status, details, search attributes
+async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> IterationRecord:
+    """Train every candidate x config x seed of this iteration in parallel, evaluate and judge
+    each run; the (candidate, config) with the best mean score over its seeds wins, represented
+    by its best run."""
+    state, inp = steps.state, steps.inp
+    iteration, timesteps = state.iteration, state.timesteps
+    state.stage("training")
+    init = state.best_run if inp.warm_start else None
+    runs_to_do = [
+        (k, config, seed)
+        for k in range(len(rewards))
+        for config in state.configs
+        for seed in range(inp.seeds)
+    ]
+    runs = await asyncio.gather(
+        *(_one_run(steps, k, rewards[k], seed, config, init) for k, config, seed in runs_to_do)
+    )
+    groups: dict[tuple[int, str], list[tuple[RunRecord, TrainResult, Judgment]]] = {}
+    for (k, config, _), run in zip(runs_to_do, runs, strict=True):
+        groups.setdefault((k, config), []).append(run)
+    means = {g: sum(r[2].score for r in rs) / len(rs) for g, rs in groups.items()}
+    # Ties go to the earlier candidate and config (the preset before its variants).
+    order = {g: i for i, g in enumerate(groups)}
+    winner = max(means, key=lambda g: (means[g], -order[g]))
+    best_run, best_train, best_judgment = max(groups[winner], key=lambda r: r[2].score)
+    candidate, config = winner
+    state.evidence[iteration] = IterationEvidence(
+        iteration=iteration,
+        reward=rewards[candidate],
+        judgment=best_judgment,
+        train=best_train,
+    )
+    if state.best_run is None or best_run.score >= state.best_run.score:
+        state.best_run = best_run
+    notes = []
+    if inp.seeds > 1:
+        notes.append(f"mean over {inp.seeds} seeds: {means[winner]:.2f}")
+    if len(groups) > 1:
+        notes.append(
+            f"candidate {candidate}, config {config} won; group means "
+            + ", ".join(f"c{k}/{c} {m:.2f}" for (k, c), m in means.items())
+        )
+    reward = rewards[candidate]
+    return IterationRecord(
+        iteration=iteration,
+        reward_key=reward.key,
+        reward_summary=reward.summary,
+        latex=reward.latex,
+        timesteps=timesteps,
+        score=best_judgment.score,
+        passed=best_judgment.passed,
+        diagnosis=best_judgment.diagnosis + (f" ({'; '.join(notes)})" if notes else ""),
+        failure_tags=best_judgment.failure_tags,
+        best_run=best_run,
+        runs=len(runs),
+        candidate=candidate,
+        candidates=len(rewards),
+        config=config,
+    )
 
-    async def _train_and_judge(
-        self,
-        inp: SessionInput,
-        steps: Steps,
-        iteration: int,
-        rewards: list[RewardArtifact],
-        criteria: list[Criterion],
-        timesteps: int,
-        judge: JudgeCode | None,
-        configs: list[str],
-    ) -> IterationRecord:
-        """Train every candidate x config x seed in parallel, evaluate and judge each run; the
-        (candidate, config) with the best mean score over its seeds wins, represented by its
-        best run."""
-        self._stage("training")
-        init = self._best_run if inp.warm_start else None
-        runs_to_do = [
-            (k, config, seed)
-            for k in range(len(rewards))
-            for config in configs
-            for seed in range(inp.seeds)
-        ]
-        runs = await asyncio.gather(
-            *(
-                self._one_run(
-                    steps, iteration, k, rewards[k], criteria, timesteps, seed, judge, config, init
-                )
-                for k, config, seed in runs_to_do
-            )
-        )
-        groups: dict[tuple[int, str], list[tuple[RunRecord, TrainResult, Judgment]]] = {}
-        for (k, config, _), run in zip(runs_to_do, runs, strict=True):
-            groups.setdefault((k, config), []).append(run)
-        means = {g: sum(r[2].score for r in rs) / len(rs) for g, rs in groups.items()}
-        # Ties go to the earlier candidate and config (the preset before its variants).
-        order = {g: i for i, g in enumerate(groups)}
-        winner = max(means, key=lambda g: (means[g], -order[g]))
-        best_run, best_train, best_judgment = max(groups[winner], key=lambda r: r[2].score)
-        candidate, config = winner
-        self._evidence[iteration] = IterationEvidence(
-            iteration=iteration,
-            reward=rewards[candidate],
-            judgment=best_judgment,
-            train=best_train,
-        )
-        if self._best_run is None or best_run.score >= self._best_run.score:
-            self._best_run = best_run
-        notes = []
-        if inp.seeds > 1:
-            notes.append(f"mean over {inp.seeds} seeds: {means[winner]:.2f}")
-        if len(groups) > 1:
-            notes.append(
-                f"candidate {candidate}, config {config} won; group means "
-                + ", ".join(f"c{k}/{c} {m:.2f}" for (k, c), m in means.items())
-            )
-        reward = rewards[candidate]
-        return IterationRecord(
-            iteration=iteration,
-            reward_key=reward.key,
-            reward_summary=reward.summary,
-            latex=reward.latex,
-            timesteps=timesteps,
-            score=best_judgment.score,
-            passed=best_judgment.passed,
-            diagnosis=best_judgment.diagnosis + (f" ({'; '.join(notes)})" if notes else ""),
-            failure_tags=best_judgment.failure_tags,
-            best_run=best_run,
-            runs=len(runs),
-            candidate=candidate,
-            candidates=len(rewards),
-            config=config,
-        )
 
-    async def _one_run(
-        self,
-        steps: Steps,
-        iteration: int,
-        candidate: int,
-        reward: RewardArtifact,
-        criteria: list[Criterion],
-        timesteps: int,
-        seed: int,
-        judge: JudgeCode | None,
-        config: str,
-        init: RunRecord | None,
-    ) -> tuple[RunRecord, TrainResult, Judgment]:
-        run_name = keys.run_name(candidate, config, seed)
-        trained = await steps.train(iteration, run_name, reward, timesteps, seed, config, init)
-        self._stage("evaluating", timesteps_done=trained.timesteps_done)
-        evaluated = await steps.evaluate(reward, trained, seed)
-        self._stage("judging")
-        judgment = await steps.judge(evaluated, criteria, judge)
-        if self._visual_criteria is not None and evaluated.video_key:
-            seen = await steps.llm(
-                "vlm_judge",
-                VlmJudgeRequest(
+async def _one_run(
+    steps: Steps,
+    candidate: int,
+    reward: RewardArtifact,
+    seed: int,
+    config: str,
+    init: RunRecord | None,
+) -> tuple[RunRecord, TrainResult, Judgment]:
+    """One run: train, evaluate, judge from the trajectory (and the video, when on)."""
+    state = steps.state
+    run_name = keys.run_name(candidate, config, seed)
+    trained = await steps.train(
+        state.iteration, run_name, reward, state.timesteps, seed, config, init
+    )
+    state.stage("evaluating", timesteps_done=trained.timesteps_done)
+    evaluated = await steps.evaluate(reward, trained, seed)
+    state.stage("judging")
+    judgment = await steps.judge(evaluated, state.criteria, state.judge)
+    visual = state.visual_criteria
+    if visual is not None and evaluated.video_key:
+        seen = await steps.llm(
+            act.VLM_JUDGE,
+            VlmJudgeRequest(
+                session_id=steps.session_id,
+                prompt=steps.inp.prompt,
+                llm_model=steps.inp.llm_model,
+                video_key=evaluated.video_key,
+                criteria=visual.criteria,
+            ),
+        )
+        settled = None
+        if disagree(judgment, seen):
+            state.stage("synthesizing")
+            settled = await steps.settle(
+                SynthesisRequest(
                     session_id=steps.session_id,
                     prompt=steps.inp.prompt,
+                    env_id=steps.inp.env_id,
                     llm_model=steps.inp.llm_model,
+                    code=judgment,
+                    visual=seen,
+                    visual_criteria=visual.criteria,
                     video_key=evaluated.video_key,
-                    criteria=self._visual_criteria.criteria,
-                ),
-                VisualJudgment,
-            )
-            settled = None
-            if disagree(judgment, seen):
-                self._stage("synthesizing")
-                settled = await steps.settle(
-                    SynthesisRequest(
-                        session_id=steps.session_id,
-                        prompt=steps.inp.prompt,
-                        env_id=steps.inp.env_id,
-                        llm_model=steps.inp.llm_model,
-                        code=judgment,
-                        visual=seen,
-                        visual_criteria=self._visual_criteria.criteria,
-                        video_key=evaluated.video_key,
-                        trajectory_key=evaluated.trajectory_key,
-                        folder=keys.synthesis_folder(trained.run_prefix),
-                    )
+                    trajectory_key=evaluated.trajectory_key,
+                    folder=keys.synthesis_folder(trained.run_prefix),
                 )
-            judgment = synthesize(judgment, seen, steps.inp.pass_threshold, settled)
-        run = RunRecord(
-            run_name=run_name,
-            seed=seed,
-            run_prefix=trained.run_prefix,
-            model_key=trained.model_key,
-            vecnormalize_key=trained.vecnormalize_key,
-            video_key=evaluated.video_key,
-            trajectory_key=evaluated.trajectory_key,
-            timesteps_done=trained.timesteps_done,
-            score=judgment.score,
-            passed=judgment.passed,
-        )
-        return run, trained, judgment
+            )
+        judgment = synthesize(judgment, seen, steps.inp.pass_threshold, settled)
+    run = RunRecord(
+        run_name=run_name,
+        seed=seed,
+        run_prefix=trained.run_prefix,
+        model_key=trained.model_key,
+        vecnormalize_key=trained.vecnormalize_key,
+        video_key=evaluated.video_key,
+        trajectory_key=evaluated.trajectory_key,
+        timesteps_done=trained.timesteps_done,
+        score=judgment.score,
+        passed=judgment.passed,
+    )
+    return run, trained, judgment

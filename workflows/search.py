@@ -17,7 +17,7 @@ ENV = SearchAttributeKey.for_keyword("PolicyforgeEnv")
 ITERATION = SearchAttributeKey.for_int("PolicyforgeIteration")
 BEST_SCORE = SearchAttributeKey.for_float("PolicyforgeBestScore")
 PASSED = SearchAttributeKey.for_bool("PolicyforgePassed")
-KEYS = (STAGE, ENV, ITERATION, BEST_SCORE, PASSED)
+KEYS: tuple[SearchAttributeKey[Any], ...] = (STAGE, ENV, ITERATION, BEST_SCORE, PASSED)
 
 # Type names as the `temporal` CLI spells them (`--search-attribute Name=Type`, `--type`).
 _CLI_TYPES = {
@@ -34,8 +34,10 @@ SEARCH_ATTRIBUTES: dict[str, str] = {key.name: _CLI_TYPES[key.indexed_value_type
 
 
 def values(stage: str, env_id: str, iteration: int, best: float | None, passed: bool) -> tuple:
+    """The attributes' values in `KEYS` order (no best score yet: -1), compared before upserts."""
     return (stage, env_id, iteration, -1.0 if best is None else round(best, 4), passed)
 
 
 def updates(current: tuple) -> list[Any]:
+    """The upsert of every attribute to the given values."""
     return [key.value_set(value) for key, value in zip(KEYS, current, strict=True)]

@@ -1,106 +1,89 @@
 """SessionWorkflow: one prompt-to-policy session.
 
-elicit criteria -> author K reward candidates and the judge -> per iteration: review, validate
-and fix, train candidates x seeds in parallel, evaluate, judge -> pass, or revise and go on.
-The history holds ids, S3 keys, scores, accounting and short text only; the activity calls
-themselves live in `workflows/steps.py`.
+elicit criteria -> author K reward candidates and the judge -> per iteration: revise (after the
+first), review, validate and fix, wait for approval (when asked), train candidates x configs x
+seeds in parallel, evaluate and judge (`runs.py`) -> pass, or go on. The session's state is one
+`SessionState` (`state.py`); the activity calls are in `steps.py`; what people send goes through
+`Steering` (`steering.py`). The history holds ids, S3 keys, scores, accounting and short text.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import search
-    from workflows.accounting import Accounting, BudgetExhausted
-    from workflows.continuation import Continuation
-    from workflows.contracts.context import OFFLINE_LABEL, is_offline
-    from workflows.contracts.judging import Criterion, JudgeCode, VisualCriteria
+    from workflows.accounting import BudgetExhausted
+    from workflows.contracts import activities as act
+    from workflows.contracts.judging import JudgeCode, VisualCriteria
     from workflows.contracts.llm import (
         AuthorRequest,
         AuthorResult,
         ElicitRequest,
-        ElicitResult,
         JudgeAuthorRequest,
         ReviewRequest,
-        ReviewResult,
         ReviseRequest,
         VisualCriteriaRequest,
     )
     from workflows.contracts.session import (
-        IterationEvidence,
         IterationRecord,
-        RunRecord,
         SessionCarry,
         SessionInput,
         SessionResult,
         SessionStatus,
-        Stage,
         input_errors,
     )
     from workflows.contracts.steering import ApprovalDecision
-    from workflows.contracts.training import CONFIG_NAMES, RewardArtifact
-    from workflows.details import details_markdown
-    from workflows.runs import Runs
+    from workflows.contracts.training import RewardArtifact
+    from workflows.runs import train_and_judge
+    from workflows.state import SessionState
     from workflows.steering import Steering
     from workflows.steps import Steps
 
 
+@dataclass
+class Plan:
+    """What one iteration trains, and how it came about (its record keeps these)."""
+
+    rewards: list[RewardArtifact]
+    changes: str | None = None
+    based_on: int | None = None
+    tools_used: list[str] = field(default_factory=list)
+    feedback: list[str] = field(default_factory=list)
+    review_notes: str | None = None
+
+
 @workflow.defn
-class SessionWorkflow(Runs, Continuation, Steering):
+class SessionWorkflow:
+    """A session: from a sentence to a policy that passes its criteria, or the best one tried."""
+
     def __init__(self) -> None:
-        super().__init__()
-        self._max_iterations = 0
-        self._search_enabled = False
-        self._search_values: tuple = ()
-        self._status: SessionStatus | None = None
-        self._accounting: Accounting | None = None
-        # Each iteration's winning candidate with its evidence: what the reviser starts from.
-        self._evidence: dict[int, IterationEvidence] = {}
-        self._visual_criteria: VisualCriteria | None = None
-        # The best run of the session so far: where a warm start begins.
-        self._best_run: RunRecord | None = None
-        self._runs = 1  # workflow runs of this session (continue-as-new starts another)
+        self._steering = Steering()
+        self._state: SessionState | None = None
+
+    @property
+    def state(self) -> SessionState:
+        """The session's state, there once `run` has started."""
+        assert self._state is not None
+        return self._state
 
     @workflow.query
     def status(self) -> SessionStatus | None:
-        return self._status
-
-    def _stage(self, stage: Stage, **changes: Any) -> None:
-        assert self._status is not None
-        if self._accounting is not None:
-            changes.setdefault("llm_usage", self._accounting.session)
-            changes.setdefault("training_seconds", round(self._accounting.training_seconds, 2))
-        changes.setdefault("max_iterations", self._max_iterations + self._extra_iterations)
-        changes.setdefault("awaiting_approval", self._awaiting_approval)
-        changes.setdefault("feedback_pending", len(self._feedback))
-        changes.setdefault("signal_errors", list(self._signal_errors))
-        self._status = self._status.model_copy(update={"stage": stage, **changes})
-        workflow.set_current_details(details_markdown(self._status))
-        self._publish_search_attributes()
-
-    def _publish_search_attributes(self) -> None:
-        """Upsert the search attributes when they changed (each upsert is a history event)."""
-        status = self._status
-        if not self._search_enabled or status is None:
-            return
-        passed = any(r.passed for r in status.iterations)
-        current = search.values(
-            status.stage, status.env_id, status.iteration, status.best_score, passed
-        )
-        if current != self._search_values:
-            self._search_values = current
-            workflow.upsert_search_attributes(search.updates(current))
+        """Where the session is: stage, iteration, scores, spend, what waits for a person."""
+        return self._state.status if self._state else None
 
     @workflow.run
     async def run(
         self, raw_input: dict[str, Any], carry: SessionCarry | None = None
     ) -> SessionResult:
+        """Iterate until an iteration passes, the iterations or a budget run out, or a person
+        aborts; continue as new between iterations when the history grows long."""
         # The input arrives as a plain dict so that bad input becomes a one-line, non-retryable
         # error naming the field, instead of a workflow task that fails to decode forever.
         errors = input_errors(raw_input)
@@ -108,43 +91,26 @@ class SessionWorkflow(Runs, Continuation, Steering):
             raise ApplicationError("; ".join(errors), type="InvalidInput", non_retryable=True)
         inp = SessionInput.model_validate(raw_input)
         session_id = inp.session_id or workflow.info().workflow_id
-        self._status = SessionStatus(
-            session_id=session_id,
-            prompt=inp.prompt,
-            env_id=inp.env_id,
-            model_label=OFFLINE_LABEL if is_offline(inp.llm_model) else inp.llm_model,
-            stage="starting",
-            iteration=0,
-            max_iterations=inp.max_iterations,
-            timesteps_done=0,
-            timesteps_target=inp.total_timesteps,
-            best_score=None,
-            best_iteration=None,
-            approval=inp.approval,
-        )
-        self._max_iterations = inp.max_iterations
-        self._search_enabled = inp.search_attributes
-        self._accounting = Accounting(inp)
-        steps = Steps(inp, session_id, is_offline(inp.llm_model), self._accounting, self._stage)
-        records: list[IterationRecord] = []
+        self._state = state = SessionState(inp, session_id, self._steering)
         if carry is None:
             workflow.logger.info("session started", extra={"session_id": session_id})
         else:
-            records = self._restore(carry)
+            state.restore(carry)
             workflow.logger.info(
                 "session continued as new",
-                extra={"session_id": session_id, "iterations_done": len(records)},
+                extra={"session_id": session_id, "iterations_done": len(state.records)},
             )
 
         note: str | None = None
-        main = asyncio.create_task(self._iterate(inp, session_id, steps, records, carry))
+        steering = self._steering
+        main = asyncio.create_task(self._iterate(Steps(state), fresh=carry is None))
         # An abort (update or signal) cancels the loop and its running activities.
-        await workflow.wait_condition(lambda: main.done() or self._abort_reason is not None)
+        await workflow.wait_condition(lambda: main.done() or steering.abort_reason is not None)
         if not main.done():
             main.cancel()
         try:
             onward = await main
-            if onward is not None and self._abort_reason is None:
+            if onward is not None and steering.abort_reason is None:
                 # A fresh history for the next iterations; updates in flight finish first.
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(args=[raw_input, onward])
@@ -153,312 +119,346 @@ class SessionWorkflow(Runs, Continuation, Steering):
             workflow.logger.info("budget exhausted", extra={"session_id": session_id})
         except (asyncio.CancelledError, ActivityError):
             # Cancelled activities surface as either, depending on where the loop was waiting.
-            if self._abort_reason is None:
+            if steering.abort_reason is None:
                 raise
-        if self._abort_reason is not None:
-            note = f"aborted: {self._abort_reason}"
-        self._ended = True
-        return self._result(session_id, records, note, aborted=self._abort_reason is not None)
+        if steering.abort_reason is not None:
+            note = f"aborted: {steering.abort_reason}"
+        steering.ended = True
+        return self._result(note, aborted=steering.abort_reason is not None)
 
-    async def _iterate(
-        self,
-        inp: SessionInput,
-        session_id: str,
-        steps: Steps,
-        records: list[IterationRecord],
-        carry: SessionCarry | None,
-    ) -> SessionCarry | None:
+    # --- the loop (README: "How a session runs") ------------------------------------------------
+
+    async def _iterate(self, steps: Steps, fresh: bool) -> SessionCarry | None:
         """The iterations; returns what the next run takes over when this run's history is
         long enough to continue as new, else None (passed or out of iterations)."""
-        acc = steps.accounting
-        k_all = range(inp.candidates)
-        if carry is None:
-            criteria, rewards, judge = await self._author(inp, session_id, steps)
-            iteration, timesteps = 0, inp.total_timesteps
-            configs = list(CONFIG_NAMES[: inp.configs])
-        else:
-            criteria, rewards, judge = carry.criteria, [], carry.judge
-            iteration, timesteps = carry.records[-1].iteration, carry.records[-1].timesteps
-            configs = list(carry.configs)
-        started_at = iteration
-        changes: str | None = None
-        based_on: int | None = None
-        tools_used: list[str] = []
-        heard: list[str] = []
-        review_notes: str | None = None
-        # extend() raises the limit while the session runs.
-        while iteration < inp.max_iterations + self._extra_iterations:
-            if iteration > started_at and self._time_to_continue(inp, iteration - started_at):
-                return self._carry(records, criteria, judge, configs)
-            iteration += 1
-            if iteration > 1:
-                acc.new_iteration()
-                # Revise from the last iteration's winner; the reviser sees the whole history
-                # and may rebase on the best earlier iteration instead.
-                self._stage("revising", iteration=iteration)
-                feedback = self._take_feedback()
-                revised = await asyncio.gather(
-                    *(
-                        steps.revise(
-                            self._revise_request(
-                                inp,
-                                session_id,
-                                iteration,
-                                criteria,
-                                timesteps,
-                                k,
-                                feedback,
-                                records,
-                            )
-                        )
-                        for k in k_all
-                    )
-                )
-                rewards = [r.reward for r, _ in revised]  # type: ignore[misc]
-                first, tools_used = revised[0]
-                changes = first.changes
-                based_on, heard = first.base_iteration, feedback
-                timesteps = min(max(first.timesteps, 1), inp.timesteps_cap)
-                if first.config is not None and inp.algo == "ppo":
-                    # The reviser's config first, then the session's others.
-                    configs = [first.config] + [c for c in configs if c != first.config]
-                    configs = configs[: inp.configs]
-                acc.check()
-
+        state = self.state
+        rewards = await self._author(steps) if fresh else []
+        started_at = state.iteration
+        while state.iteration < state.max_iterations:  # extend() raises the limit
+            if state.iteration > started_at and state.continue_due(state.iteration - started_at):
+                return state.carry()
+            state.iteration += 1
+            plan = Plan(rewards) if state.iteration == 1 else await self._revise(steps)
             if not steps.offline:
-                self._stage("reviewing", iteration=iteration)
-                reviews = await asyncio.gather(
-                    *(
-                        steps.llm(
-                            "review_reward",
-                            ReviewRequest(
-                                session_id=session_id,
-                                iteration=iteration,
-                                candidate=k,
-                                prompt=inp.prompt,
-                                env_id=inp.env_id,
-                                llm_model=inp.llm_model,
-                                reward=rewards[k],
-                                criteria=criteria,
-                            ),
-                            ReviewResult,
-                        )
-                        for k in k_all
-                    )
-                )
-                rewards = [r.reward for r in reviews]
-                review_notes = "; ".join(r.notes for r in reviews if not r.lgtm) or None
-                acc.check()
-
-            self._stage(
-                "validating", iteration=iteration, timesteps_done=0, timesteps_target=timesteps
-            )
-            rewards = list(
-                await asyncio.gather(
-                    *(steps.valid_reward(iteration, k, rewards[k], criteria) for k in k_all)
-                )
-            )
-            if judge is not None and iteration == 1:  # once; later runs carry it validated
-                judge = await steps.valid_judge(judge, rewards[0].key, criteria)
-            acc.check()
-            if inp.approval == "every" or (inp.approval == "first" and iteration == 1):
-                await self._approval_gate(inp, iteration, rewards)
-
-            record = await self._train_and_judge(
-                inp, steps, iteration, rewards, criteria, timesteps, judge, configs
-            )
-            record = record.model_copy(
-                update={
-                    "changes": changes,
-                    "based_on": based_on,
-                    "tools_used": tools_used,
-                    "feedback": heard,
-                    "review_notes": review_notes,
-                    "llm_usage": acc.iteration,
-                    "training_seconds": round(acc.iteration_training_seconds, 2),
-                }
-            )
-            records.append(record)
-            best = max(records, key=lambda r: r.score)
-            self._stage(
-                "judging",
-                iterations=list(records),
-                best_score=best.score,
-                best_iteration=best.iteration,
-            )
-            workflow.logger.info(
-                "iteration judged",
-                extra={"session_id": session_id, "iteration": iteration, "score": record.score},
-            )
-            if record.passed:
+                await self._review(steps, plan)
+            await self._validate(steps, plan)
+            if state.inp.approval == "every" or (
+                state.inp.approval == "first" and state.iteration == 1
+            ):
+                await self._approval_gate(plan.rewards)
+            record = await train_and_judge(steps, plan.rewards)
+            if self._judged(record, plan):
                 return None
-            acc.check()
+            state.accounting.check()
         return None
 
-    async def _author(
-        self, inp: SessionInput, session_id: str, steps: Steps
-    ) -> tuple[list[Criterion], list[RewardArtifact], JudgeCode | None]:
+    async def _author(self, steps: Steps) -> list[RewardArtifact]:
         """Criteria, K reward candidates, the judge code and the visual criteria."""
-        acc = steps.accounting
-        k_all = range(inp.candidates)
-        self._stage("eliciting", iteration=1)
+        state, inp = self.state, self.state.inp
+        state.stage("eliciting", iteration=1)
         elicited = await steps.llm(
-            "elicit_criteria",
+            act.ELICIT_CRITERIA,
             ElicitRequest(
-                session_id=session_id,
+                session_id=state.session_id,
                 prompt=inp.prompt,
                 env_id=inp.env_id,
                 llm_model=inp.llm_model,
             ),
-            ElicitResult,
         )
-        criteria = elicited.criteria
-        self._stage("authoring", model_label=elicited.model_label, criteria=criteria)
-        acc.check()
+        state.criteria = elicited.criteria
+        state.stage("authoring", model_label=elicited.model_label, criteria=state.criteria)
+        state.accounting.check()
 
+        # One gather, in this order: the candidates, then the judge, then the visual criteria.
         authors = [
             steps.llm(
-                "author_reward",
+                act.AUTHOR_REWARD,
                 AuthorRequest(
-                    session_id=session_id,
+                    session_id=state.session_id,
                     iteration=1,
                     prompt=inp.prompt,
                     env_id=inp.env_id,
                     llm_model=inp.llm_model,
-                    criteria=criteria,
+                    criteria=state.criteria,
                     candidate=k,
                     candidates=inp.candidates,
                 ),
-                AuthorResult,
             )
-            for k in k_all
+            for k in range(inp.candidates)
         ]
-        judge_author = (
-            []
-            if steps.offline
-            else [
-                steps.llm(
-                    "author_judge",
-                    JudgeAuthorRequest(
-                        session_id=session_id,
-                        prompt=inp.prompt,
-                        env_id=inp.env_id,
-                        llm_model=inp.llm_model,
-                        criteria=criteria,
-                    ),
-                    JudgeCode,
-                )
-            ]
-        )
-        visual = (
-            [
-                steps.llm(
-                    "vlm_criteria",
+        pending: list[Awaitable[object]] = [*authors]
+        if not steps.offline:
+            judge = steps.llm(
+                act.AUTHOR_JUDGE,
+                JudgeAuthorRequest(
+                    session_id=state.session_id,
+                    prompt=inp.prompt,
+                    env_id=inp.env_id,
+                    llm_model=inp.llm_model,
+                    criteria=state.criteria,
+                ),
+            )
+            pending.append(judge)
+            if inp.vlm_judge:
+                visual = steps.llm(
+                    act.VLM_CRITERIA,
                     VisualCriteriaRequest(
-                        session_id=session_id, prompt=inp.prompt, llm_model=inp.llm_model
+                        session_id=state.session_id, prompt=inp.prompt, llm_model=inp.llm_model
                     ),
-                    VisualCriteria,
                 )
-            ]
-            if not steps.offline and inp.vlm_judge
-            else []
-        )
-        authored = await asyncio.gather(*authors, *judge_author, *visual)
-        rewards: list[RewardArtifact] = [a.reward for a in authored[: inp.candidates]]  # type: ignore[union-attr]
-        judge: JudgeCode | None = (
-            authored[inp.candidates] if judge_author else None  # type: ignore[assignment]
-        )
-        self._visual_criteria = authored[-1] if visual else None  # type: ignore[assignment]
-        acc.check()
-        return criteria, rewards, judge
+                pending.append(visual)
+        authored = await asyncio.gather(*pending)
+        state.judge = next((a for a in authored if isinstance(a, JudgeCode)), None)
+        state.visual_criteria = next((a for a in authored if isinstance(a, VisualCriteria)), None)
+        state.accounting.check()
+        return [a.reward for a in authored if isinstance(a, AuthorResult)]
 
-    def _revise_request(
-        self,
-        inp: SessionInput,
-        session_id: str,
-        iteration: int,
-        criteria: list[Criterion],
-        timesteps: int,
-        candidate: int,
-        feedback: list[str],
-        records: list[IterationRecord],
-    ) -> ReviseRequest:
-        last = self._evidence[iteration - 1]
-        top = max(records, key=lambda r: r.score)
-        best = self._evidence.get(top.iteration)
+    async def _revise(self, steps: Steps) -> Plan:
+        """Revise from the last iteration's winner, one revision per candidate; the reviser
+        sees the whole history and may rebase on the best earlier iteration instead."""
+        state = self.state
+        state.accounting.new_iteration()
+        state.stage("revising", iteration=state.iteration)
+        feedback = state.steering.take_feedback()
+        revised = await asyncio.gather(
+            *(steps.revise(self._revise_request(k, feedback)) for k in range(state.inp.candidates))
+        )
+        rewards = [result.reward for result, _ in revised if result.reward is not None]
+        if len(rewards) != len(revised):
+            raise ApplicationError(
+                "the reviser finished without a reward", type="RewardInvalid", non_retryable=True
+            )
+        first, tools_used = revised[0]
+        state.timesteps = min(max(first.timesteps, 1), state.inp.timesteps_cap)
+        if first.config is not None and state.inp.algo == "ppo":
+            # The reviser's config first, then the session's others.
+            configs = [first.config] + [c for c in state.configs if c != first.config]
+            state.configs = configs[: state.inp.configs]
+        state.accounting.check()
+        return Plan(
+            rewards,
+            changes=first.changes,
+            based_on=first.base_iteration,
+            tools_used=tools_used,
+            feedback=feedback,
+        )
+
+    def _revise_request(self, candidate: int, feedback: list[str]) -> ReviseRequest:
+        state, inp = self.state, self.state.inp
+        last = state.evidence[state.iteration - 1]
+        best = state.evidence.get(state.best().iteration)
         return ReviseRequest(
-            session_id=session_id,
-            iteration=iteration,
+            session_id=state.session_id,
+            iteration=state.iteration,
             prompt=inp.prompt,
             env_id=inp.env_id,
             llm_model=inp.llm_model,
             reward=last.reward,
-            criteria=criteria,
+            criteria=state.criteria,
             judgment=last.judgment,
             train=last.train,
-            timesteps=timesteps,
+            timesteps=state.timesteps,
             timesteps_cap=inp.timesteps_cap,
             candidate=candidate,
             candidates=inp.candidates,
             feedback=feedback,
-            history=list(records),
+            history=list(state.records),
             best=best if best and best.judgment.score > last.judgment.score else None,
             algo=inp.algo,
         )
 
-    async def _approval_gate(
-        self, inp: SessionInput, iteration: int, rewards: list[RewardArtifact]
-    ) -> None:
+    async def _review(self, steps: Steps, plan: Plan) -> None:
+        """An LLM reviews each candidate for reward hacks and errors, correcting it if needed."""
+        state, inp = self.state, self.state.inp
+        state.stage("reviewing", iteration=state.iteration)
+        reviews = await asyncio.gather(
+            *(
+                steps.llm(
+                    act.REVIEW_REWARD,
+                    ReviewRequest(
+                        session_id=state.session_id,
+                        iteration=state.iteration,
+                        candidate=k,
+                        prompt=inp.prompt,
+                        env_id=inp.env_id,
+                        llm_model=inp.llm_model,
+                        reward=reward,
+                        criteria=state.criteria,
+                    ),
+                )
+                for k, reward in enumerate(plan.rewards)
+            )
+        )
+        plan.rewards = [r.reward for r in reviews]
+        plan.review_notes = "; ".join(r.notes for r in reviews if not r.lgtm) or None
+        state.accounting.check()
+
+    async def _validate(self, steps: Steps, plan: Plan) -> None:
+        """Each candidate (and, once, the judge code) runs on real env steps in the sandbox;
+        what fails is fixed by the LLM, within bounds."""
+        state = self.state
+        state.stage(
+            "validating",
+            iteration=state.iteration,
+            timesteps_done=0,
+            timesteps_target=state.timesteps,
+        )
+        plan.rewards = list(
+            await asyncio.gather(
+                *(
+                    steps.valid_reward(state.iteration, k, reward, state.criteria)
+                    for k, reward in enumerate(plan.rewards)
+                )
+            )
+        )
+        if state.judge is not None and state.iteration == 1:  # later runs carry it validated
+            state.judge = await steps.valid_judge(state.judge, plan.rewards[0].key, state.criteria)
+        state.accounting.check()
+
+    def _judged(self, record: IterationRecord, plan: Plan) -> bool:
+        """Keep the iteration's record; True when it passed."""
+        state = self.state
+        record = record.model_copy(
+            update={
+                "changes": plan.changes,
+                "based_on": plan.based_on,
+                "tools_used": plan.tools_used,
+                "feedback": plan.feedback,
+                "review_notes": plan.review_notes,
+                "llm_usage": state.accounting.iteration,
+                "training_seconds": round(state.accounting.iteration_training_seconds, 2),
+            }
+        )
+        state.records.append(record)
+        best = state.best()
+        state.stage(
+            "judging",
+            iterations=list(state.records),
+            best_score=best.score,
+            best_iteration=best.iteration,
+        )
+        workflow.logger.info(
+            "iteration judged",
+            extra={
+                "session_id": state.session_id,
+                "iteration": record.iteration,
+                "score": record.score,
+            },
+        )
+        return record.passed
+
+    async def _approval_gate(self, rewards: list[RewardArtifact]) -> None:
         """Wait for a person to approve this iteration's reward(s) before any training."""
-        self._awaiting_approval, self._decision = iteration, None
-        self._stage("awaiting_approval", iteration=iteration, pending_rewards=list(rewards))
+        state, steering = self.state, self._steering
+        iteration = state.iteration
+        steering.awaiting_approval, steering.decision = iteration, None
+        state.stage("awaiting_approval", iteration=iteration, pending_rewards=list(rewards))
         try:
             await workflow.wait_condition(
-                lambda: self._decision is not None,
-                timeout=timedelta(seconds=inp.approval_timeout_s),
+                lambda: steering.decision is not None,
+                timeout=timedelta(seconds=state.inp.approval_timeout_s),
             )
         except TimeoutError:
-            if inp.approval_timeout_action == "abort":
-                self._abort_reason = f"no approval within {inp.approval_timeout_s} s"
+            if state.inp.approval_timeout_action == "abort":
+                steering.abort_reason = f"no approval within {state.inp.approval_timeout_s} s"
             else:
-                self._decision = ApprovalDecision(note="approved by timeout")
+                steering.decision = ApprovalDecision(note="approved by timeout")
         finally:
-            self._awaiting_approval = None
-        if self._decision is not None and not self._decision.approve:
-            self._abort_reason = "reward rejected" + (
-                f": {self._decision.note}" if self._decision.note else ""
+            steering.awaiting_approval = None
+        decision = steering.decision
+        if decision is not None and not decision.approve:
+            steering.abort_reason = "reward rejected" + (
+                f": {decision.note}" if decision.note else ""
             )
-        if self._abort_reason is not None:
+        if steering.abort_reason is not None:
             await workflow.wait_condition(lambda: False)  # run() cancels this loop
-        self._stage("training", iteration=iteration, pending_rewards=[])
+        state.stage("training", iteration=iteration, pending_rewards=[])
 
-    def _result(
-        self,
-        session_id: str,
-        records: list[IterationRecord],
-        note: str | None,
-        aborted: bool = False,
-    ) -> SessionResult:
-        assert self._status is not None and self._accounting is not None
+    def _result(self, note: str | None, aborted: bool = False) -> SessionResult:
+        state = self.state
+        records = state.records
         best = max(records, key=lambda r: (r.passed, r.score)) if records else None
+        status: Literal["passed", "not_passed", "budget_exhausted", "aborted"]
         if aborted:
             status = "aborted"
         elif note is not None:
             status = "budget_exhausted"
         else:
             status = "passed" if best is not None and best.passed else "not_passed"
-        self._stage("done", note=note)
+        state.stage("done", note=note)
         return SessionResult(
-            session_id=session_id,
+            session_id=state.session_id,
             status=status,
             passed=bool(best and best.passed),
-            model_label=self._status.model_label,
+            model_label=state.status.model_label,
             best_iteration=best.iteration if best else None,
             best_score=best.score if best else None,
             best=best,
             iterations=records,
-            criteria=self._status.criteria,
-            llm_usage=self._accounting.session,
-            training_seconds=round(self._accounting.training_seconds, 2),
+            criteria=state.status.criteria,
+            llm_usage=state.accounting.session,
+            training_seconds=round(state.accounting.training_seconds, 2),
             note=note,
         )
+
+    # --- a person in the loop: updates (validated) and signals of the same names ---------------
+
+    @workflow.update
+    async def approve_reward(self, decision: ApprovalDecision | None = None) -> str:
+        """Approve (or reject) the reward waiting at the gate."""
+        return self._steering.approve(decision)
+
+    @approve_reward.validator
+    def _validate_approve_reward(self, decision: ApprovalDecision | None = None) -> None:
+        self._steering.check_approve(decision)
+
+    @workflow.update
+    async def give_feedback(self, text: str) -> str:
+        """Feedback for the next revision."""
+        return self._steering.give_feedback(text)
+
+    @give_feedback.validator
+    def _validate_give_feedback(self, text: str) -> None:
+        self._steering.check_feedback(text)
+
+    @workflow.update
+    async def abort(self, reason: str = "") -> str:
+        """Stop the session, keeping the best policy so far."""
+        return self._steering.abort(reason)
+
+    @abort.validator
+    def _validate_abort(self, reason: str = "") -> None:
+        self._steering.check_abort(reason)
+
+    @workflow.update
+    async def extend(self, iterations: int) -> str:
+        """Allow this many more iterations."""
+        return self._steering.extend(iterations)
+
+    @extend.validator
+    def _validate_extend(self, iterations: int) -> None:
+        self._steering.check_extend(iterations)
+
+    @workflow.signal(name="approve")
+    def approve_signal(self, decision: ApprovalDecision | None = None) -> None:
+        """`approve_reward` as a signal."""
+        s = self._steering
+        s.signalled("approve", s.check_approve, s.approve, decision)
+
+    @workflow.signal(name="feedback")
+    def feedback_signal(self, text: str) -> None:
+        """`give_feedback` as a signal."""
+        s = self._steering
+        s.signalled("feedback", s.check_feedback, s.give_feedback, text)
+
+    @workflow.signal(name="abort")
+    def abort_signal(self, reason: str = "") -> None:
+        """`abort` as a signal."""
+        s = self._steering
+        s.signalled("abort", s.check_abort, s.abort, reason)
+
+    @workflow.signal(name="extend")
+    def extend_signal(self, iterations: int) -> None:
+        """`extend` as a signal."""
+        s = self._steering
+        s.signalled("extend", s.check_extend, s.extend, iterations)

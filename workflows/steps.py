@@ -1,7 +1,9 @@
 """The activity calls of a session, one method per step, for `SessionWorkflow`.
 
-Activities are called by name so that this module imports nothing heavy and tests can register
-stand-ins under the same names. Every LLM activity's accounting goes through `Accounting`.
+Every call goes through an `ActivityRef` (workflows/contracts/activities.py), so the type checker
+holds each request and result to the activity's declared types, while this module imports no
+activity code (tests register stand-ins under the same names). Every LLM call's tokens and cost
+go through `Accounting`.
 """
 
 from __future__ import annotations
@@ -9,15 +11,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.accounting import Accounting
+    from workflows.contracts import activities as act
     from workflows.contracts import keys
+    from workflows.contracts.activities import ActivityRef
     from workflows.contracts.judging import Criterion, JudgeCode, JudgeRequest, Judgment
     from workflows.contracts.llm import (
         FixRequest,
@@ -28,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
         SynthesisResult,
     )
     from workflows.contracts.queues import task_queue
-    from workflows.contracts.session import MAX_FIX_ATTEMPTS, RunRecord, SessionInput, Stage
+    from workflows.contracts.session import MAX_FIX_ATTEMPTS, RunRecord
     from workflows.contracts.tools import (
         MAX_TOOL_CALLS,
         MAX_TOOL_ROUNDS,
@@ -49,10 +52,13 @@ with workflow.unsafe.imports_passed_through():
         ValidateRequest,
         ValidateResult,
     )
+    from workflows.state import SessionState
 
-T = TypeVar("T")
+Req = TypeVar("Req")
+Res = TypeVar("Res")
 Conversing = TypeVar("Conversing", ReviseRequest, SynthesisRequest)
 Answer = TypeVar("Answer", ReviseResult, SynthesisResult)
+Kind = Literal["reward", "judge"]
 
 LLM_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=2))
 TRAIN_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=5))
@@ -61,28 +67,8 @@ SHORT_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds
 LLM_TIMEOUT = timedelta(minutes=6)
 
 
-LLM_SUMMARIES = {
-    "elicit_criteria": "turn the intent into measurable criteria",
-    "author_reward": "write reward code",
-    "author_judge": "write the judge code",
-    "review_reward": "review reward code for hacks and errors",
-    "fix_code": "fix code that failed on real env steps",
-    "revise_reward": "revise the reward from the judgment and the session's history",
-    "vlm_criteria": "derive visual criteria from the intent",
-    "vlm_judge": "watch the rollout's video and judge it",
-    "synthesize_judgment": "settle a disagreement between the trajectory and video judges",
-}
-
-
-# kind -> (validation activity, its summary in the Web UI)
-VALIDATIONS = {
-    "reward": ("validate_reward", "validate on real env steps in the sandbox"),
-    "judge": ("validate_judge", "try the judge code on a random episode in the sandbox"),
-}
-
-
 def _still_invalid(
-    kind: str, iteration: int, attempt: int, error: str, offline: bool
+    kind: Kind, iteration: int, attempt: int, error: str, offline: bool
 ) -> ApplicationError:
     if kind == "judge":
         return ApplicationError(
@@ -99,38 +85,52 @@ def _still_invalid(
 
 
 def train_timeout(timesteps: int) -> timedelta:
-    # Generous: a slow laptop does ~300 steps/s on the heaviest envs; heartbeats catch hangs.
+    """The training activity's deadline: generous (a slow laptop does ~300 steps/s on the
+    heaviest envs), since heartbeats catch a hung run long before it."""
     return timedelta(seconds=600 + timesteps / 100)
 
 
 class Steps:
-    def __init__(
+    """The session's activity calls; each reads the session's input and state."""
+
+    def __init__(self, state: SessionState) -> None:
+        self.state = state
+        self.inp = state.inp
+        self.session_id = state.session_id
+        self.offline = state.offline
+        self.accounting = state.accounting
+
+    async def call(
         self,
-        inp: SessionInput,
-        session_id: str,
-        offline: bool,
-        accounting: Accounting,
-        stage: Callable[[Stage], None],
-    ) -> None:
-        self.inp = inp
-        self.session_id = session_id
-        self.offline = offline
-        self.accounting = accounting
-        self.stage = stage
-
-    def queue(self, pool: str) -> str:
-        return task_queue(pool, self.inp.queue_prefix)  # type: ignore[arg-type]
-
-    async def llm(self, name: str, arg: Any, result_type: type[T]) -> T:
-        """One LLM activity; its call's tokens and cost are counted."""
-        result = await workflow.execute_activity(
-            name,
+        ref: ActivityRef[Req, Res],
+        arg: Req,
+        *,
+        timeout: timedelta,
+        retry: RetryPolicy,
+        summary: str | None = None,
+        heartbeat: timedelta | None = None,
+    ) -> Res:
+        """One activity on its pool's queue, typed by its reference."""
+        result: Res = await workflow.execute_activity(
+            ref.name,
             arg,
-            result_type=result_type,
-            task_queue=self.queue("llm"),
-            summary=f"{LLM_SUMMARIES.get(name, name)} ({self.inp.llm_model})",
-            start_to_close_timeout=LLM_TIMEOUT,
-            retry_policy=LLM_RETRY,
+            result_type=ref.result,
+            task_queue=task_queue(ref.pool, self.inp.queue_prefix),
+            summary=summary or ref.summary,
+            start_to_close_timeout=timeout,
+            heartbeat_timeout=heartbeat,
+            retry_policy=retry,
+        )
+        return result
+
+    async def llm(self, ref: ActivityRef[Req, Res], arg: Req) -> Res:
+        """One LLM activity; its call's tokens and cost are counted."""
+        result = await self.call(
+            ref,
+            arg,
+            summary=f"{ref.summary} ({self.inp.llm_model})",
+            timeout=LLM_TIMEOUT,
+            retry=LLM_RETRY,
         )
         self.accounting.llm(getattr(result, "usage", None))
         return result
@@ -143,7 +143,9 @@ class Steps:
         """Validate on real env steps; on error the LLM fixes it, at most MAX_FIX_ATTEMPTS runs."""
         fixes = await self._until_valid(
             "reward",
-            lambda key: ValidateRequest(env_id=self.inp.env_id, reward_key=key),
+            lambda key: self._validate(
+                act.VALIDATE_REWARD, ValidateRequest(env_id=self.inp.env_id, reward_key=key)
+            ),
             reward.key,
             iteration,
             candidate,
@@ -168,11 +170,14 @@ class Steps:
         """Run the judge code on a random episode; on error the LLM fixes it (bounded)."""
         fixes = await self._until_valid(
             "judge",
-            lambda key: ValidateJudgeRequest(
-                env_id=self.inp.env_id,
-                judge_key=key,
-                reward_key=reward_key,
-                criteria=[c.name for c in criteria],
+            lambda key: self._validate(
+                act.VALIDATE_JUDGE,
+                ValidateJudgeRequest(
+                    env_id=self.inp.env_id,
+                    judge_key=key,
+                    reward_key=reward_key,
+                    criteria=[c.name for c in criteria],
+                ),
             ),
             judge.key,
             1,
@@ -181,10 +186,13 @@ class Steps:
         )
         return JudgeCode(key=fixes[-1].key, summary=judge.summary) if fixes else judge
 
+    async def _validate(self, ref: ActivityRef[Req, ValidateResult], req: Req) -> ValidateResult:
+        return await self.call(ref, req, timeout=timedelta(minutes=3), retry=SHORT_RETRY)
+
     async def _until_valid(
         self,
-        kind: str,
-        request: Callable[[str], Any],
+        kind: Kind,
+        validate: Callable[[str], Awaitable[ValidateResult]],
         key: str,
         iteration: int,
         candidate: int,
@@ -194,26 +202,17 @@ class Steps:
         or MAX_FIX_ATTEMPTS validations failed (then a non-retryable error quoting the last)."""
         fixes: list[FixResult] = []
         for attempt in range(1, MAX_FIX_ATTEMPTS + 1):
-            self.stage("validating")
-            check = await workflow.execute_activity(
-                VALIDATIONS[kind][0],
-                request(key),
-                result_type=ValidateResult,
-                task_queue=self.queue("train"),
-                summary=VALIDATIONS[kind][1],
-                start_to_close_timeout=timedelta(minutes=3),
-                retry_policy=SHORT_RETRY,
-            )
+            self.state.stage("validating")
+            check = await validate(key)
             if check.ok:
                 return fixes
             error = check.error or "unknown error"
             if self.offline or attempt == MAX_FIX_ATTEMPTS:
                 raise _still_invalid(kind, iteration, attempt, error, self.offline)
-            self.stage("fixing")
+            self.state.stage("fixing")
             fixed = await self.llm(
-                "fix_code",
+                act.FIX_CODE,
                 self._fix_request(kind, iteration, candidate, key, error, attempt, criteria),
-                FixResult,
             )
             fixes.append(fixed)
             key = fixed.key
@@ -221,7 +220,7 @@ class Steps:
 
     def _fix_request(
         self,
-        kind: str,
+        kind: Kind,
         iteration: int,
         candidate: int,
         key: str,
@@ -233,7 +232,7 @@ class Steps:
             session_id=self.session_id,
             iteration=iteration,
             candidate=candidate,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             prompt=self.inp.prompt,
             env_id=self.inp.env_id,
             llm_model=self.inp.llm_model,
@@ -260,17 +259,15 @@ class Steps:
             )
 
         # The history goes with the first call only; the activity keeps it in S3.
-        return await self._converse(
-            "revise_reward", req, ReviseResult, MAX_TOOL_ROUNDS, tools, {"history": []}
-        )
+        return await self._converse(act.REVISE_REWARD, req, MAX_TOOL_ROUNDS, tools, {"history": []})
 
     async def settle(self, req: SynthesisRequest) -> SynthesisResult:
         """The synthesizer's calls when the judges disagree, with its tools in between (at most
         SYNTH_TOOL_ROUNDS rounds)."""
 
         async def ask_video(call: ToolCallRef, key: str) -> ToolOutcome:
-            outcome = await workflow.execute_activity(
-                "ask_video",
+            outcome = await self.call(
+                act.ASK_VIDEO,
                 AskVideoRequest(
                     prompt=self.inp.prompt,
                     llm_model=self.inp.llm_model,
@@ -278,11 +275,9 @@ class Steps:
                     call=call,
                     result_key=key,
                 ),
-                result_type=ToolOutcome,
-                task_queue=self.queue("llm"),
                 summary=f"synthesizer asks the video model: {call.label()}",
-                start_to_close_timeout=LLM_TIMEOUT,
-                retry_policy=LLM_RETRY,
+                timeout=LLM_TIMEOUT,
+                retry=LLM_RETRY,
             )
             self.accounting.llm(outcome.usage)
             return outcome
@@ -299,15 +294,14 @@ class Steps:
             )
 
         settled, _ = await self._converse(
-            "synthesize_judgment", req, SynthesisResult, SYNTH_TOOL_ROUNDS, tools, {}
+            act.SYNTHESIZE_JUDGMENT, req, SYNTH_TOOL_ROUNDS, tools, {}
         )
         return settled
 
     async def _converse(
         self,
-        activity: str,
+        ref: ActivityRef[Conversing, Answer],
         req: Conversing,
-        result_type: type[Answer],
         rounds: int,
         tools: Callable[[Answer, int], Awaitable[list[ToolOutcome]]],
         after_first: dict[str, Any],
@@ -317,7 +311,7 @@ class Steps:
         used: list[str] = []
         for round_ in range(rounds + 1):
             call = req.model_copy(update={"round": round_, "final": round_ == rounds})
-            result = await self.llm(activity, call, result_type)
+            result = await self.llm(ref, call)
             if result.done:
                 return result, used
             used += [c.label() for c in result.tool_calls]
@@ -357,8 +351,8 @@ class Steps:
             key = keys.tool_result_key(folder, round_, i)
             if call.name == "ask_video" and ask_video is not None:
                 return await ask_video(call, key)
-            return await workflow.execute_activity(
-                "session_tool",
+            return await self.call(
+                act.SESSION_TOOL,
                 ToolRequest(
                     session_id=self.session_id,
                     env_id=self.inp.env_id,
@@ -367,11 +361,9 @@ class Steps:
                     history_key=history_key,
                     trajectory_key=trajectory_key,
                 ),
-                result_type=ToolOutcome,
-                task_queue=self.queue("judge"),
                 summary=f"{agent} looks up {call.label()}",
-                start_to_close_timeout=timedelta(minutes=2),
-                retry_policy=SHORT_RETRY,
+                timeout=timedelta(minutes=2),
+                retry=SHORT_RETRY,
             )
 
         return list(await asyncio.gather(*(one(i, c) for i, c in enumerate(calls))))
@@ -388,8 +380,8 @@ class Steps:
         config: str,
         init: RunRecord | None,
     ) -> TrainResult:
-        trained = await workflow.execute_activity(
-            "train_policy",
+        trained = await self.call(
+            act.TRAIN_POLICY,
             TrainRequest(
                 session_id=self.session_id,
                 iteration=iteration,
@@ -406,21 +398,19 @@ class Steps:
                 init_model_key=init.model_key if init else None,
                 init_vecnormalize_key=init.vecnormalize_key if init else None,
             ),
-            result_type=TrainResult,
-            task_queue=self.queue("train"),
             summary=f"train {run_name}: {timesteps:,} steps of {self.inp.algo.upper()}",
-            start_to_close_timeout=train_timeout(timesteps),
+            timeout=train_timeout(timesteps),
             # A dead worker is noticed after this long; the retry resumes from the checkpoint
             # in the last heartbeat (activities heartbeat every 10 s).
-            heartbeat_timeout=timedelta(seconds=30),
-            retry_policy=TRAIN_RETRY,
+            heartbeat=timedelta(seconds=30),
+            retry=TRAIN_RETRY,
         )
         self.accounting.training(trained.wall_seconds)
         return trained
 
     async def evaluate(self, reward: RewardArtifact, trained: TrainResult, seed: int) -> EvalResult:
-        return await workflow.execute_activity(
-            "evaluate_policy",
+        return await self.call(
+            act.EVALUATE_POLICY,
             EvalRequest(
                 env_id=self.inp.env_id,
                 reward_key=reward.key,
@@ -431,18 +421,16 @@ class Steps:
                 max_steps=self.inp.eval_max_steps,
                 algo=self.inp.algo,
             ),
-            result_type=EvalResult,
-            task_queue=self.queue("train"),
             summary=f"deterministic evaluation episode of {trained.run_prefix.split('/')[-2]}",
-            start_to_close_timeout=timedelta(minutes=10),
-            retry_policy=TRAIN_RETRY,
+            timeout=timedelta(minutes=10),
+            retry=TRAIN_RETRY,
         )
 
     async def judge(
         self, evaluated: EvalResult, criteria: list[Criterion], judge: JudgeCode | None
     ) -> Judgment:
-        return await workflow.execute_activity(
-            "judge_rollout",
+        return await self.call(
+            act.JUDGE_ROLLOUT,
             JudgeRequest(
                 env_id=self.inp.env_id,
                 trajectory_key=evaluated.trajectory_key,
@@ -450,10 +438,8 @@ class Steps:
                 pass_threshold=self.inp.pass_threshold,
                 judge_key=judge.key if judge else None,
             ),
-            result_type=Judgment,
-            task_queue=self.queue("judge"),
             summary="judge the rollout with "
             + ("the session's judge code" if judge else "metrics"),
-            start_to_close_timeout=timedelta(minutes=5),
-            retry_policy=SHORT_RETRY,
+            timeout=timedelta(minutes=5),
+            retry=SHORT_RETRY,
         )

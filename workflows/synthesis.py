@@ -17,6 +17,7 @@ DISAGREEMENT = 0.4
 
 
 def disagree(code: Judgment, visual: VisualJudgment) -> bool:
+    """Whether the two judges differ by more than DISAGREEMENT: the synthesizer settles it."""
     return abs(code.score - visual.score) > DISAGREEMENT
 
 
@@ -26,6 +27,8 @@ def synthesize(
     pass_threshold: float,
     settled: SynthesisResult | None = None,
 ) -> Judgment:
+    """The rollout's judgment: the code judge's alone without a video verdict, else the two
+    weighed 70/30 (or as the synthesizer settled it when they disagree)."""
     if visual is None:
         return code
     score = round(CODE_WEIGHT * code.score + (1 - CODE_WEIGHT) * visual.score, 4)

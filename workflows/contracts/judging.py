@@ -34,12 +34,16 @@ class Criterion(Contract):
 
 
 class JudgeCode(Contract):
+    """What author_judge returns: the judge code an LLM wrote (in S3) and what it measures."""
+
     key: str  # sessions/<sid>/judge_fn.py
     summary: str
     usage: LLMCall | None = None
 
 
 class JudgeRequest(Contract):
+    """What judge_rollout takes: a rollout's trajectory, the criteria and the pass threshold."""
+
     env_id: str
     trajectory_key: str
     criteria: list[Criterion]
@@ -49,6 +53,8 @@ class JudgeRequest(Contract):
 
 
 class CriterionScore(Contract):
+    """One criterion measured on a trajectory: its value against the target, and its score."""
+
     name: str
     metric: str
     value: float
@@ -58,6 +64,9 @@ class CriterionScore(Contract):
 
 
 class Judgment(Contract):
+    """What judge_rollout returns: the rollout's score, whether it passed, why, and each
+    criterion's score (the video judge's merged in by workflows/synthesis.py)."""
+
     score: float  # in [0, 1]
     passed: bool
     diagnosis: str
@@ -75,16 +84,22 @@ class Judgment(Contract):
 
 
 class VisualCriterion(Contract):
+    """A criterion someone watching a rollout's video can check, for the video judge."""
+
     name: str
     look_for: str  # what someone watching the video checks
 
 
 class VisualCriteria(Contract):
+    """What vlm_criteria returns: the visual criteria, derived once per session from the intent."""
+
     criteria: list[VisualCriterion]
     usage: LLMCall | None = None
 
 
 class VisualVerdict(Contract):
+    """The video judge's verdict on one visual criterion, with its score and reason."""
+
     name: str
     verdict: Literal["met", "partly", "not_met"]
     score: float
@@ -92,6 +107,8 @@ class VisualVerdict(Contract):
 
 
 class VisualJudgment(Contract):
+    """What vlm_judge returns: its verdict on each visual criterion after watching the video."""
+
     score: float  # mean of the verdicts' scores (met 1, partly 0.5, not met 0)
     verdicts: list[VisualVerdict]
     shown: str  # "video" or "<n> frames"

@@ -35,10 +35,12 @@ _TRAJECTORY_DIR = "/" + TRAJECTORY.split("/", 1)[0] + "/"
 
 
 def session_prefix(session_id: str) -> str:
+    """sessions/<sid>/: the folder of everything a session stores."""
     return f"sessions/{session_id}/"
 
 
 def iteration_prefix(session_id: str, iteration: int) -> str:
+    """sessions/<sid>/iter_<n>/: the folder of one iteration's rewards and runs."""
     return f"{session_prefix(session_id)}iter_{iteration}/"
 
 
@@ -48,6 +50,7 @@ def run_name(candidate: int, config: str, seed: int) -> str:
 
 
 def run_prefix(session_id: str, iteration: int, run_name: str) -> str:
+    """sessions/<sid>/iter_<n>/<run_name>/: the folder of one training run's files."""
     return f"{iteration_prefix(session_id, iteration)}{run_name}/"
 
 
@@ -67,14 +70,17 @@ def reward_key(session_id: str, iteration: int, candidate: int = 0, version: str
 
 
 def judge_filename(version: str = "") -> str:
+    """judge_fn.py, or judge_fn.<version>.py for a rewrite (fix<k>)."""
     return _versioned("judge_fn", version)
 
 
 def judge_key(session_id: str, version: str = "") -> str:
+    """sessions/<sid>/judge_fn.py: the session's judge code (versions: .fix<k>)."""
     return session_prefix(session_id) + judge_filename(version)
 
 
 def revision_dir(candidate: int) -> str:
+    """revision_c<k>/: the reviser's folder for candidate k, relative to its iteration."""
     return f"revision_c{candidate}/"
 
 
@@ -84,6 +90,7 @@ def revision_folder(session_id: str, iteration: int, candidate: int) -> str:
 
 
 def history_key(folder: str) -> str:
+    """<folder>history.json: the session's iterations, as the reviser's tools read them."""
     return folder + "history.json"
 
 
@@ -103,6 +110,7 @@ def tool_result_key(folder: str, round_: int, index: int) -> str:
 
 
 def synthesis_folder(run_prefix: str) -> str:
+    """<run_prefix>synthesis/: where the synthesizer's conversation and tool answers go."""
     return run_prefix + "synthesis/"
 
 

@@ -21,16 +21,21 @@ from workflows.contracts.usage import LLMCall
 
 
 class ElicitRequest(SessionContext):
-    pass  # the behaviour's measurable criteria, once per session
+    """What elicit_criteria takes: asks for the behaviour's measurable criteria, once per
+    session."""
 
 
 class ElicitResult(Contract):
+    """What elicit_criteria returns: the criteria, and the label of the model that wrote them."""
+
     criteria: list[Criterion]
     model_label: str
     usage: LLMCall | None = None
 
 
 class AuthorRequest(SessionContext):
+    """What author_reward takes: the iteration, the criteria, and which candidate to write."""
+
     iteration: int
     criteria: list[Criterion] = Field(default_factory=list)
     candidate: int = 0
@@ -38,6 +43,9 @@ class AuthorRequest(SessionContext):
 
 
 class AuthorResult(Contract):
+    """What author_reward returns: the reward (code in S3) and the criteria (the offline
+    author's own, else the request's)."""
+
     reward: RewardArtifact
     criteria: list[Criterion]
     model_label: str
@@ -45,10 +53,15 @@ class AuthorResult(Contract):
 
 
 class JudgeAuthorRequest(SessionContext):
+    """What author_judge takes: the criteria the session's judge code is to measure."""
+
     criteria: list[Criterion]
 
 
 class ReviewRequest(SessionContext):
+    """What review_reward takes: one reward candidate, checked for hacks and errors before
+    training."""
+
     iteration: int
     candidate: int
     reward: RewardArtifact
@@ -56,6 +69,8 @@ class ReviewRequest(SessionContext):
 
 
 class ReviewResult(Contract):
+    """What review_reward returns: LGTM or not, the reviewer's notes, and the reward to train."""
+
     lgtm: bool
     notes: str  # what the reviewer found, one or two sentences
     reward: RewardArtifact  # the corrected reward when not LGTM, else the one reviewed
@@ -63,6 +78,8 @@ class ReviewResult(Contract):
 
 
 class FixRequest(SessionContext):
+    """What fix_code takes: reward or judge code that failed on real env steps, and the error."""
+
     iteration: int
     candidate: int
     kind: Literal["reward", "judge"]
@@ -73,6 +90,8 @@ class FixRequest(SessionContext):
 
 
 class FixResult(Contract):
+    """What fix_code returns: the fixed code's S3 key and, for a reward, its new description."""
+
     key: str
     latex: str = ""
     terms: list[str] = Field(default_factory=list)
@@ -84,10 +103,13 @@ class FixResult(Contract):
 
 
 class VisualCriteriaRequest(PromptContext):
-    pass  # what someone watching the rollouts' videos should check, once per session
+    """What vlm_criteria takes: asks what someone watching the rollouts' videos should
+    check, once per session."""
 
 
 class VlmJudgeRequest(PromptContext):
+    """What vlm_judge takes: the rollout's video and the visual criteria to judge it by."""
+
     video_key: str
     criteria: list[VisualCriterion]
     frames: int = 8  # for models that take images but not video
@@ -109,6 +131,9 @@ class SynthesisRequest(SessionContext):
 
 
 class SynthesisResult(Contract):
+    """What synthesize_judgment returns: the settled score and which judge it trusted, or
+    (not done) the tools the synthesizer asked for."""
+
     done: bool = True
     score: float | None = None  # the settled intent score (kept between the two judges')
     trusted: Literal["trajectory", "video", "both"] = "both"
@@ -122,6 +147,9 @@ class SynthesisResult(Contract):
 
 
 class ReviseRequest(SessionContext):
+    """What revise_reward takes: the last iteration's reward, judgment and training, the
+    session's history and feedback, and the outcomes of the tools the reviser asked for."""
+
     iteration: int  # the iteration the revised reward is for
     reward: RewardArtifact  # the last iteration's winning reward, its judgment and training
     criteria: list[Criterion]
@@ -145,6 +173,9 @@ class ReviseRequest(SessionContext):
 
 
 class ReviseResult(Contract):
+    """What revise_reward returns: the revised reward for the next iteration, or the tools
+    the reviser asked for."""
+
     # done: the revision below; not done: the tools the model asked for, to run and answer.
     done: bool = True
     reward: RewardArtifact | None = None

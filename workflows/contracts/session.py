@@ -160,6 +160,8 @@ def input_errors(data: dict) -> list[str]:
 
 
 class RunRecord(Contract):
+    """One training run of an iteration: its S3 keys and its judged score."""
+
     run_name: str
     seed: int
     run_prefix: str
@@ -173,6 +175,9 @@ class RunRecord(Contract):
 
 
 class IterationRecord(Contract):
+    """What one iteration left behind: its winning reward, score, diagnosis and best run,
+    and how the reviser got there."""
+
     iteration: int
     reward_key: str
     reward_summary: str
@@ -210,6 +215,9 @@ class IterationEvidence(Contract):
 
 
 class SessionStatus(Contract):
+    """What the status query returns: the session's stage, progress, best score, iterations
+    and what waits on a person."""
+
     session_id: str
     prompt: str
     env_id: str
@@ -252,6 +260,8 @@ class SessionCarry(Contract):
 
 
 class SessionResult(Contract):
+    """What the session workflow returns: how it ended, its best iteration and every iteration."""
+
     session_id: str
     status: Literal["passed", "not_passed", "budget_exhausted", "aborted"]
     passed: bool

@@ -20,6 +20,8 @@ SYNTH_TOOL_ROUNDS = 2  # the synthesizer's rounds of tool calls when the judges 
 
 
 class ToolCallRef(Contract):
+    """A tool call an agent asked for: its id, the tool's name and its arguments."""
+
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
@@ -30,6 +32,9 @@ class ToolCallRef(Contract):
 
 
 class ToolOutcome(Contract):
+    """What session_tool and ask_video return: the answer to one tool call (its text in S3
+    or in `summary`), handed to the agent's next LLM call."""
+
     call_id: str
     name: str
     key: str | None = None  # the result's text in S3; None: `summary` is the whole result

@@ -30,6 +30,9 @@ class RewardArtifact(Contract):
 
 
 class ValidateRequest(Contract):
+    """What validate_reward takes: the reward code to run on a few real env steps in the
+    sandbox."""
+
     env_id: str
     reward_key: str
     steps: int = 64
@@ -37,6 +40,8 @@ class ValidateRequest(Contract):
 
 
 class ValidateJudgeRequest(Contract):
+    """What validate_judge takes: the judge code to try on a random episode in the sandbox."""
+
     env_id: str
     judge_key: str
     reward_key: str  # the trajectory it is tried on carries this reward's terms
@@ -46,6 +51,8 @@ class ValidateJudgeRequest(Contract):
 
 
 class ValidateResult(Contract):
+    """What validate_reward and validate_judge return: whether the code ran, else its error."""
+
     ok: bool
     error: str | None = None
     steps: int = 0
@@ -54,6 +61,9 @@ class ValidateResult(Contract):
 
 
 class TrainRequest(Contract):
+    """What train_policy takes: one training run of an iteration (reward, config, seed,
+    timesteps, and the model to warm-start from, if any)."""
+
     session_id: str
     iteration: int
     run_name: str  # e.g. "c0_default_seed_0"
@@ -72,6 +82,9 @@ class TrainRequest(Contract):
 
 
 class TrainResult(Contract):
+    """What train_policy returns: where the run's model and files lie in S3, and how
+    training went."""
+
     run_prefix: str  # sessions/<sid>/iter_<n>/<run_name>/
     model_key: str
     vecnormalize_key: str
@@ -98,6 +111,8 @@ class TrainProgress(Contract):
 
 
 class EvalRequest(Contract):
+    """What evaluate_policy takes: a trained run's model, for one deterministic episode."""
+
     env_id: str
     reward_key: str
     run_prefix: str
@@ -110,6 +125,8 @@ class EvalRequest(Contract):
 
 
 class EvalResult(Contract):
+    """What evaluate_policy returns: the episode's video and trajectory keys, and its returns."""
+
     video_key: str | None
     trajectory_key: str
     episode_return: float
