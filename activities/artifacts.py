@@ -3,6 +3,7 @@
 One code path serves the embedded SeaweedFS, MinIO, RustFS and AWS S3: the endpoint comes from
 `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` (unset: AWS itself), credentials from the usual AWS
 variables or an instance role, the bucket from `POLICYFORGE_BUCKET`.
+Where things go in the bucket is not decided here: keys come from workflows/contracts/keys.py.
 """
 
 from __future__ import annotations
@@ -15,20 +16,16 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-# The key layout is spelled once, in workflows/contracts/keys.py; these names stay here for the
-# activities and tests that build keys next to an ArtifactStore.
-from workflows.contracts.keys import iteration_prefix as iteration_prefix
-from workflows.contracts.keys import run_prefix as run_prefix
-from workflows.contracts.keys import session_prefix as session_prefix
-
 DEFAULT_BUCKET = "policyforge"
 
 
 def bucket_name() -> str:
+    """The bucket every artifact goes to: POLICYFORGE_BUCKET, else 'policyforge'."""
     return os.environ.get("POLICYFORGE_BUCKET", DEFAULT_BUCKET)
 
 
 def endpoint_url() -> str | None:
+    """The S3 endpoint from the AWS variables; None means AWS itself."""
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
@@ -61,6 +58,7 @@ class ArtifactStore:
         self.client = _client(self.endpoint)
 
     def ensure_bucket(self) -> None:
+        """Create the bucket unless it exists (embedded and local servers start empty)."""
         try:
             self.client.head_bucket(Bucket=self.bucket)
         except ClientError:
@@ -69,6 +67,7 @@ class ArtifactStore:
     def put_bytes(
         self, key: str, data: bytes, content_type: str = "application/octet-stream"
     ) -> str:
+        """Write an object; returns its key, so a call can build and store a key at once."""
         self.client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
         return key
 
@@ -76,6 +75,7 @@ class ArtifactStore:
         return self.put_bytes(key, text.encode(), "text/plain; charset=utf-8")
 
     def put_file(self, key: str, path: Path, content_type: str | None = None) -> str:
+        """Upload a local file, its content type guessed from the suffix; returns the key."""
         extra = {"ContentType": content_type or _content_type(path)}
         self.client.upload_file(str(path), self.bucket, key, ExtraArgs=extra)
         return key
@@ -94,11 +94,13 @@ class ArtifactStore:
         return self.get_bytes(key).decode()
 
     def download(self, key: str, path: Path) -> Path:
+        """Download an object to a local path, creating its folder; returns the path."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.client.download_file(self.bucket, key, str(path))
         return path
 
     def exists(self, key: str) -> bool:
+        """Whether an object is there (any error reading its head counts as no)."""
         try:
             self.client.head_object(Bucket=self.bucket, Key=key)
         except ClientError:
@@ -106,6 +108,7 @@ class ArtifactStore:
         return True
 
     def list_keys(self, prefix: str) -> list[str]:
+        """Every key under a prefix, across result pages."""
         keys: list[str] = []
         for page in self.client.get_paginator("list_objects_v2").paginate(
             Bucket=self.bucket, Prefix=prefix
@@ -114,6 +117,7 @@ class ArtifactStore:
         return keys
 
     def presigned_url(self, key: str, expires_s: int = 3600) -> str:
+        """A time-limited GET URL, for a browser to fetch an artifact directly."""
         return self.client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_s
         )

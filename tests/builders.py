@@ -8,7 +8,7 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from activities.artifacts import run_prefix
+from workflows.contracts.keys import run_prefix
 from workflows.contracts.queues import task_queue
 from workflows.contracts.session import RunRecord, SessionResult
 from workflows.session import SessionWorkflow

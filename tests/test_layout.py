@@ -129,9 +129,10 @@ def test_no_import_cycles() -> None:
 
 
 def test_the_workflow_imports_no_activity_or_worker_code() -> None:
-    assert _violations(
-        lambda m, t: _within(m, "workflows") and _within(t, ("activities", "workers"))
-    ) == []
+    assert (
+        _violations(lambda m, t: _within(m, "workflows") and _within(t, ("activities", "workers")))
+        == []
+    )
 
 
 def test_activities_import_no_worker_code() -> None:

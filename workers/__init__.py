@@ -1,0 +1,1 @@
+"""Processes: the `policyforge` CLI, the worker pools, and the embedded dev services."""

@@ -1,21 +1,25 @@
-"""The `policyforge` command line: services, sessions and their steering, local checks."""
+"""The `policyforge` command line: argument parsing, and dispatch to the module that does each
+command's work.
+
+Sessions on Temporal (`run`, `status`, the steering updates) go through the session client,
+`workers/sessions.py`, which prints with `workers/render.py`; the commands that need no server
+(`train`, `check-*`, the benches) are in `workers/local_commands.py`; `dev`, `worker` and
+`demo` host services and worker pools (`workers/dev.py`, `workers/main.py`, `workers/demo.py`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import os
-import re
 import sys
-import uuid
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
-from workflows.contracts.keys import MODEL, TRAJECTORY, VECNORMALIZE, VIDEO
-from workflows.contracts.queues import task_queue
-from workflows.contracts.session import ENV_IDS, SessionResult, input_errors
+from workers.input_checks import check_session_input
+from workers.local_commands import cmd_bench_sandbox, cmd_bench_train, cmd_check, cmd_train
+from workflows.contracts.session import ENV_IDS
 
 # Commands that send an update to a running session, and their help.
 STEERING = {
@@ -148,19 +152,6 @@ def _session_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def env_errors(env_id: str) -> list[str]:
-    """The one-line --env error, or none for a known environment."""
-    if env_id in ENV_IDS:
-        return []
-    return [f"--env: unknown environment {env_id!r}; choose one of {', '.join(ENV_IDS)}"]
-
-
-def exit_on(errors: list[str]) -> None:
-    """Bad input ends the command with one line naming every problem."""
-    if errors:
-        raise SystemExit("error: " + "; ".join(errors))
-
-
 # SessionInput fields set by `run` options whose dest is the field's name (None: not given).
 SESSION_FIELDS = (
     "max_iterations",
@@ -178,6 +169,7 @@ SESSION_FIELDS = (
 
 
 def session_input(args: argparse.Namespace) -> dict[str, Any]:
+    """The SessionInput fields `run` was given; the rest keep the workflow's defaults."""
     from activities.llm.provider import default_model
 
     data: dict[str, Any] = {
@@ -190,291 +182,21 @@ def session_input(args: argparse.Namespace) -> dict[str, Any]:
     return data
 
 
-def check_input(data: dict[str, Any]) -> None:
-    """Validate before connecting: bad input never reaches the server."""
-    from temporalio.exceptions import ApplicationError
+def _steering_update(args: argparse.Namespace) -> Coroutine[Any, Any, str]:
+    """The update a steering command sends to its session."""
+    from workers import sessions
 
-    from activities.llm.provider import check_model, is_offline
-
-    errors = input_errors(data)
-    if not errors and is_offline(data["llm_model"]):
-        from activities.llm.offline import match_intent
-
-        try:
-            match_intent(data["prompt"], data["env_id"])
-        except ApplicationError as exc:
-            errors.append(f"prompt: {exc.message}")
-    elif not errors:
-        try:
-            check_model(data["llm_model"])  # unknown model, or its key is not set
-        except ApplicationError as exc:
-            message = exc.message
-            errors.append(message if message.startswith("llm_model") else f"--llm: {message}")
-    exit_on(errors)
-
-
-def workflow_id_for(prompt: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", prompt.lower()).strip("-")[:32].strip("-")
-    return f"pf-{slug}-{uuid.uuid4().hex[:8]}"
-
-
-async def start_and_follow(
-    data: dict[str, Any], *, workflow_id: str | None, detach: bool, as_json: bool
-) -> SessionResult | None:
-    from temporalio.client import WorkflowFailureError
-
-    from workers.client import connect
-    from workers.settings import Settings
-    from workers.watch import follow, report
-
-    settings = Settings()
-    console = Console(stderr=as_json, soft_wrap=True)
-    client = await connect(settings)
-    wid = workflow_id or workflow_id_for(data["prompt"])
-    if settings.queue_prefix != "policyforge":
-        data = {**data, "queue_prefix": settings.queue_prefix}
-    handle = await client.start_workflow(
-        "SessionWorkflow",
-        data,
-        id=wid,
-        task_queue=task_queue("llm", settings.queue_prefix),
-        result_type=SessionResult,
-    )
-    console.print(f"session {wid} started  ({settings.ui_link(wid)})")
-    if detach:
-        console.print(f"follow it with: policyforge status {wid}")
-        return None
-    try:
-        result = await follow(handle, console)
-    except WorkflowFailureError as exc:
-        cause = exc.cause
-        message = getattr(cause, "message", None) or str(cause or exc)
-        raise SystemExit(f"error: session {wid} failed: {message}") from None
-    if as_json:
-        print(result.model_dump_json(indent=2))
-    else:
-        from activities.artifacts import bucket_name
-
-        report(result, console, bucket_name(), settings.ui_link(wid))
-    return result
-
-
-async def show_status(session_id: str, as_json: bool) -> None:
-    from temporalio.client import WorkflowExecutionStatus
-
-    from workers.client import connect
-    from workers.settings import Settings
-    from workers.watch import live_timesteps, query_status, report, usage_line
-
-    settings = Settings()
-    client = await connect(settings)
-    handle = client.get_workflow_handle(session_id, result_type=SessionResult)
-    try:
-        desc = await handle.describe()
-    except Exception as exc:  # noqa: BLE001 - RPCError NOT_FOUND and friends
-        raise SystemExit(f"error: no session {session_id!r} on {settings.address}: {exc}") from None
-    console = Console(soft_wrap=True)
-    if desc.status == WorkflowExecutionStatus.COMPLETED:
-        result = await handle.result()
-        if as_json:
-            print(result.model_dump_json(indent=2))
-        else:
-            from activities.artifacts import bucket_name
-
-            report(result, console, bucket_name(), settings.ui_link(session_id))
-        return
-    status = await query_status(handle)
-    if status is not None and status.stage == "training":
-        # The workflow learns timesteps when a run ends; running runs heartbeat them.
-        steps, _ = await live_timesteps(handle)
-        if steps is not None:
-            status = status.model_copy(update={"timesteps_done": steps})
-    if as_json:
-        print(status.model_dump_json(indent=2) if status else "null")
-        return
-    console.print(f"session {session_id}: {desc.status.name.lower() if desc.status else '?'}")
-    if status:
-        console.print(
-            f"  stage {status.stage}, iteration {status.iteration}/{status.max_iterations}, "
-            f"author {status.model_label}, best score "
-            + (f"{status.best_score:.2f}" if status.best_score is not None else "-")
-        )
-        if status.stage in ("training", "evaluating", "judging"):
-            console.print(f"  timesteps {status.timesteps_done:,} / {status.timesteps_target:,}")
-        console.print(f"  {usage_line(status.llm_usage, status.training_seconds)}")
-        if status.awaiting_approval is not None:
-            console.print(
-                f"  waiting for approval of iteration {status.awaiting_approval}: "
-                f"policyforge approve {session_id}  (or --reject --note ...)"
-            )
-            for reward in status.pending_rewards:
-                console.print(f"    {reward.key}  {reward.latex}")
-        if status.feedback_pending:
-            console.print(f"  feedback waiting for the next revision: {status.feedback_pending}")
-        for error in status.signal_errors[-3:]:
-            console.print(f"  {error}")
-        for rec in status.iterations:
-            console.print(f"  iter {rec.iteration}: score {rec.score:.2f}  {rec.diagnosis}")
-    console.print(f"  {settings.ui_link(session_id)}")
-
-
-def cmd_train(args: argparse.Namespace) -> None:
-    from activities.training.reward_runtime import RewardLoadError
-    from workers.local.train import check_reward_file, train_local
-
-    errors = env_errors(args.env_id)
-    if args.timesteps <= 0:
-        errors.append(f"--timesteps: must be a positive integer (got {args.timesteps})")
-    if not args.reward_file.is_file():
-        errors.append(f"reward file {args.reward_file} does not exist")
-    else:
-        try:
-            check_reward_file(args.reward_file)
-        except RewardLoadError as exc:
-            errors.append(str(exc))
-    exit_on(errors)
-    out = args.out or Path("runs") / f"{args.reward_file.stem}-{args.env_id}-{uuid.uuid4().hex[:6]}"
-    console = Console(soft_wrap=True)
-    console.print(f"training {args.env_id} for {args.timesteps:,} steps with {args.reward_file}")
-
-    def on_progress(steps: int, mean_return: float | None) -> None:
-        ret = f"  mean return {mean_return:.1f}" if mean_return is not None else ""
-        console.print(f"  {steps:>9,} / {args.timesteps:,} steps{ret}")
-
-    try:
-        summary = train_local(
-            args.reward_file, args.env_id, args.timesteps, args.seed, out, on_progress
-        )
-    except RewardLoadError as exc:
-        raise SystemExit(f"error: {exc}") from None
-    console.print(f"done in {summary.get('wall_seconds', 0):.0f}s; outputs in {out}/")
-    for name in (MODEL, VECNORMALIZE, VIDEO, TRAJECTORY):
-        if (out / name).exists():
-            console.print(f"  {out / name}")
-
-
-async def steer(args: argparse.Namespace) -> str:
-    """One update on a running session; its answer, or the validator's reason as an error."""
-    from temporalio.client import WorkflowUpdateFailedError
-    from temporalio.service import RPCError
-
-    from workers.client import connect
-    from workers.settings import Settings
-    from workflows.contracts.steering import ApprovalDecision
-    from workflows.session import SessionWorkflow
-
-    client = await connect(Settings())
-    handle = client.get_workflow_handle(args.session_id)
-    try:
-        if args.command == "approve":
-            decision = ApprovalDecision(approve=not args.reject, note=args.note)
-            return await handle.execute_update(SessionWorkflow.approve_reward, decision)
-        if args.command == "feedback":
-            return await handle.execute_update(SessionWorkflow.give_feedback, args.text)
-        if args.command == "abort":
-            return await handle.execute_update(SessionWorkflow.abort, args.reason)
-        return await handle.execute_update(SessionWorkflow.extend, args.iterations)
-    except WorkflowUpdateFailedError as exc:
-        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
-        raise SystemExit(f"error: {args.command} refused: {cause}") from None
-    except RPCError as exc:
-        raise SystemExit(f"error: session {args.session_id!r}: {exc.message}") from None
-
-
-def cmd_check(args: argparse.Namespace) -> None:
-    import tempfile
-
-    from workers.local.checks import CheckFailed, check_judge, check_reward
-
-    exit_on(env_errors(args.env_id))
-    if args.steps <= 0:
-        raise SystemExit(f"error: --steps: must be a positive integer (got {args.steps})")
-    console = Console(soft_wrap=True)
-    with tempfile.TemporaryDirectory(prefix="pf-check-") as scratch:
-        try:
-            if args.command == "check-reward":
-                out = check_reward(args.file, args.env_id, args.steps, Path(scratch))
-            else:
-                out = check_judge(args.file, args.env_id, args.steps, Path(scratch), args.reward)
-        except CheckFailed as exc:
-            raise SystemExit(f"error: {exc}") from None
-    from activities.sandbox.layers import describe
-
-    console.print(f"{args.file}: OK on {args.env_id} ({out['steps']} random-action steps)")
-    console.print(
-        "  sandbox layers: " + describe(out.get("sandbox", []), out.get("sandbox_missing", {}))
-    )
-    if args.command == "check-reward":
-        console.print("  term              mean |value| per step")
-        for name, value in out["term_magnitudes"].items():
-            console.print(f"  {name:<17} {value:.4g}")
-    else:
-        judged = out["judgment"]
-        console.print(f"  score {judged['score']:.3f} on a random policy: {judged['diagnosis']}")
-        for name, value in judged["criteria"].items():
-            console.print(f"  {name:<17} {value:.3f}")
-
-
-def cmd_bench_sandbox(args: argparse.Namespace) -> None:
-    import json
-
-    from workers.local.bench_sandbox import bench
-
-    exit_on(env_errors(args.env_id))
-    console = Console(soft_wrap=True)
-    console.print(
-        f"{args.env_id}: {args.repeats} x (random steps {args.steps:,}, PPO {args.timesteps:,} "
-        "steps), guarded and unguarded alternating; medians:"
-    )
-    out = bench(args.env_id, args.timesteps, args.steps, args.repeats)
-    console.print(f"  {'':<26}{'unguarded':>12}{'guarded':>12}{'overhead':>10}")
-    for metric, label in (
-        ("env_steps_per_s", "env steps/s (random)"),
-        ("train_steps_per_s", "PPO training steps/s"),
-    ):
-        row = out[metric]
-        console.print(
-            f"  {label:<26}{row['unguarded']:>12,.0f}{row['guarded']:>12,.0f}"
-            f"{row['overhead_pct']:>9.1f}%"
-        )
-    print(json.dumps(out))
-
-
-def cmd_bench_train(args: argparse.Namespace) -> None:
-    import json
-
-    from activities.runner.protocol import ChildFailed
-    from workers.local.bench_train import BenchError, bench, table
-
-    errors = env_errors(args.env_id)
-    if args.timesteps <= 0:
-        errors.append(f"--timesteps: must be a positive integer (got {args.timesteps})")
-    if args.eval_every is not None and args.eval_every <= 0:
-        errors.append(f"--eval-every: must be a positive integer (got {args.eval_every})")
-    exit_on(errors)
-    console = Console(soft_wrap=True)
-    every = args.eval_every or max(1, args.timesteps // 10)
-    console.print(
-        f"{args.env_id}: {args.timesteps:,} steps each, ours then plain SB3, seed {args.seed}; "
-        f"one deterministic episode every {every:,} steps (env's own return)"
-    )
-
-    def on_eval(side: str, ev: dict[str, Any]) -> None:
-        console.print(
-            f"  {side:<5} {ev['timesteps']:>10,} steps  eval return {ev['eval_return']:>10,.1f}"
-            f"  train wall {ev['train_wall_s']:>7,.1f} s"
-        )
-
-    try:
-        out = bench(args.env_id, args.timesteps, args.target, every, args.seed, on_eval)
-    except (BenchError, ChildFailed) as exc:
-        raise SystemExit(f"error: {exc}") from None
-    for line in table(out):
-        console.print("  " + line, highlight=False)
-    print(json.dumps(out))
+    if args.command == "approve":
+        return sessions.approve(args.session_id, reject=args.reject, note=args.note)
+    if args.command == "feedback":
+        return sessions.give_feedback(args.session_id, args.text)
+    if args.command == "abort":
+        return sessions.abort(args.session_id, args.reason)
+    return sessions.extend(args.session_id, args.iterations)
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The `policyforge` entry point: run one command, then end the process with its status."""
     from workers.process_exit import run_and_exit
 
     run_and_exit(lambda: _main(argv))
@@ -512,8 +234,10 @@ def _main(argv: list[str] | None) -> None:
 
             sys.exit(run_demo(settings, args.timesteps, args.out))
         elif args.command == "run":
+            from workers.sessions import start_and_follow
+
             data = session_input(args)
-            check_input(data)
+            check_session_input(data)
             result = asyncio.run(
                 start_and_follow(
                     data, workflow_id=args.workflow_id, detach=args.detach, as_json=args.json
@@ -522,13 +246,15 @@ def _main(argv: list[str] | None) -> None:
             # Scripts can tell a session that ran but did not pass from one that passed.
             sys.exit(0 if result is None or result.passed else 1)
         elif args.command == "status":
+            from workers.sessions import show_status
+
             asyncio.run(show_status(args.session_id, args.json))
         elif args.command == "train":
             cmd_train(args)
         elif args.command in ("check-reward", "check-judge"):
             cmd_check(args)
         elif args.command in STEERING:
-            print(asyncio.run(steer(args)))
+            print(asyncio.run(_steering_update(args)))
         elif args.command == "bench-sandbox":
             cmd_bench_sandbox(args)
         elif args.command == "bench-train":

@@ -11,10 +11,12 @@ from workers.settings import Settings
 
 
 class NoServerError(RuntimeError):
-    pass
+    """No Temporal server answers at the configured address; the message says how to start one."""
 
 
 async def connect(settings: Settings | None = None, timeout: float = 10.0) -> Client:
+    """A client for the configured server and namespace, with the pydantic data converter the
+    workflows and activities exchange their contracts with; NoServerError when none answers."""
     settings = settings or Settings()
     try:
         return await asyncio.wait_for(

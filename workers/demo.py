@@ -15,6 +15,7 @@ from rich.console import Console
 
 from workers.settings import Settings
 from workflows.contracts.context import OFFLINE_MODEL
+from workflows.contracts.session import SessionResult
 
 DEMO_PROMPT = "run forward as fast as possible"
 DEMO_ENV = "HalfCheetah-v5"
@@ -22,11 +23,13 @@ DEMO_TIMESTEPS = 200_000
 
 
 def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
-    from workers.cli import start_and_follow
+    """Run the demo session on embedded services and save its best policy's files to `out`;
+    the exit status: 0 when the session passed, 1 when it did not."""
     from workers.client import connect
     from workers.dev import services_for
     from workers.logs import configure_logging
     from workers.pools import run_pools
+    from workers.sessions import start_and_follow
 
     console = Console(soft_wrap=True)
     started = time.monotonic()
@@ -50,7 +53,7 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
         )
         console.print(f"  worker logs (JSON lines) in {log_path}")
 
-        async def go():
+        async def go() -> SessionResult | None:
             live = Settings()
             client = await connect(live)
             pools = asyncio.create_task(
@@ -74,7 +77,7 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
     return 0 if result.passed else 1
 
 
-def _save_outputs(result, out: Path) -> list[Path]:
+def _save_outputs(result: SessionResult, out: Path) -> list[Path]:
     from activities.artifacts import ArtifactStore
 
     if result.best is None:

@@ -35,6 +35,8 @@ def services_for(
 
 
 def banner(endpoints: Endpoints, settings: Settings, embedded: list[str]) -> str:
+    """What `policyforge dev` prints at start: where Temporal, S3 and the Web UI are, which of
+    them are embedded, and how to start a session from another terminal."""
     lines = [
         "policyforge dev: workers for policyforge-llm, policyforge-train, policyforge-judge",
         f"  Temporal   {endpoints.temporal_address}"
@@ -56,6 +58,8 @@ def banner(endpoints: Endpoints, settings: Settings, embedded: list[str]) -> str
 
 
 def run_dev(settings: Settings) -> None:
+    """`policyforge dev`: embed what is not configured elsewhere and run all three pools here
+    until Ctrl-C."""
     from workers.client import connect
     from workers.pools import run_pools
 

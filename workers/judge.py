@@ -6,6 +6,7 @@ from workers.main import run_pool_process
 
 
 def main() -> None:
+    """Run the judge pool (judging rollouts, the agents' tools) against TEMPORAL_ADDRESS."""
     run_pool_process(["judge"])
 
 

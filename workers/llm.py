@@ -6,6 +6,7 @@ from workers.main import run_pool_process
 
 
 def main() -> None:
+    """Run the llm pool (sessions and LLM calls) against TEMPORAL_ADDRESS."""
     run_pool_process(["llm"])
 
 

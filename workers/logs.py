@@ -9,6 +9,7 @@ import structlog
 
 
 def configure_logging(level: str = "info", stream=sys.stderr) -> None:
+    """JSON lines at `level` on `stream` for our logs; the libraries' chatter stays at warning."""
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         numeric = logging.INFO

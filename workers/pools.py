@@ -24,6 +24,7 @@ from workflows.session import SessionWorkflow
 
 
 def llm_worker(client: Client, settings: Settings) -> Worker:
+    """The llm pool: sessions (workflow code) and every LLM call, many at a time (I/O bound)."""
     from activities.llm.activities import LLM_ACTIVITIES
 
     return Worker(
@@ -37,6 +38,7 @@ def llm_worker(client: Client, settings: Settings) -> Worker:
 
 
 def train_worker(client: Client, settings: Settings) -> Worker:
+    """The train pool: reward validation, training and evaluation rollouts, one run per slot."""
     from activities.training.activities import TRAIN_ACTIVITIES
 
     # Each training run is a single-threaded child process: one run per core.
@@ -54,6 +56,7 @@ def train_worker(client: Client, settings: Settings) -> Worker:
 
 
 def judge_worker(client: Client, settings: Settings) -> Worker:
+    """The judge pool: judging rollouts and the agents' read-only session tools."""
     from activities.judging.activities import JUDGE_ACTIVITIES
 
     return Worker(

@@ -39,12 +39,14 @@ def find_binary(name: str, package: str) -> str:
 
 
 def free_port() -> int:
+    """A TCP port free on localhost right now (for services started on free ports, and tests)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something already listens on the port (then it is not ours to take)."""
     with socket.socket() as s:
         s.settimeout(0.2)
         return s.connect_ex((host, port)) == 0
@@ -60,6 +62,8 @@ def _die_with_parent() -> None:
 
 @dataclass
 class Service:
+    """An embedded service's process, in its own process group, and the log it writes."""
+
     name: str
     process: subprocess.Popen
     log_path: Path
@@ -209,6 +213,8 @@ def start_seaweedfs(state_dir: Path, s3_port: int, bucket: str) -> Service:
 
 @dataclass
 class Endpoints:
+    """Where the embedded (or configured) services answer: Temporal, S3, the Web UI if any."""
+
     temporal_address: str
     s3_endpoint: str
     ui_url: str | None

@@ -19,6 +19,8 @@ def _int(name: str, default: int) -> int:
 
 @dataclass(frozen=True)
 class Settings:
+    """Every setting, read from the environment when constructed (one variable per field)."""
+
     temporal_address: str | None = field(default_factory=lambda: os.environ.get("TEMPORAL_ADDRESS"))
     temporal_namespace: str = field(
         default_factory=lambda: os.environ.get("TEMPORAL_NAMESPACE", "default")

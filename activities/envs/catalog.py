@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class EnvFacts:
+    """What the project relies on about one env, written down (no gymnasium import needed):
+    sizes, timing, termination and where the torso's height is."""
+
     env_id: str
     planar: bool  # moves in the x-z plane (2D walkers) or is fixed-base
     locomotion: bool  # has a free-moving root whose x velocity is reported in info
@@ -274,6 +277,7 @@ ENVS: dict[str, EnvFacts] = {
 
 
 def facts(env_id: str) -> EnvFacts:
+    """The env's facts; ValueError naming the known envs when the id is not one of them."""
     try:
         return ENVS[env_id]
     except KeyError:

@@ -47,10 +47,13 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, ser_json_inf_nan="strings")
 
 
+StateSource = Literal["qpos", "qvel"]
+
+
 class StateEntry(_Frozen):
     """One entry of data.qpos or data.qvel (what reward code gets as info["qpos"/"qvel"])."""
 
-    source: Literal["qpos", "qvel"]
+    source: StateSource
     index: int
     joint: str
     joint_type: str
@@ -59,6 +62,8 @@ class StateEntry(_Frozen):
 
 
 class ObsEntry(_Frozen):
+    """One observation index: where its value comes from, as an expression, and what it means."""
+
     index: int
     source: str  # an mjData array name, or FINGERTIP
     source_index: int  # flat index into that array (row * width + column for per-body arrays)
@@ -71,6 +76,9 @@ class ObsEntry(_Frozen):
 
 
 class ObsSegment(_Frozen):
+    """A run of observation indices from one source array (a whole per-body block, or
+    single entries), described once for prompts."""
+
     start: int
     end: int  # exclusive
     source: str
@@ -85,6 +93,8 @@ class ObsSegment(_Frozen):
 
 
 class ActionEntry(_Frozen):
+    """One action index: the actuator, the joint it drives, its control range and gear."""
+
     index: int
     actuator: str  # the model's name, "" when unnamed
     joint: str
@@ -94,12 +104,16 @@ class ActionEntry(_Frozen):
 
 
 class InfoKey(_Frozen):
+    """One key of the env's step info, its shape and what it means."""
+
     key: str
     shape: tuple[int, ...]
     meaning: str
 
 
 class BodyInfo(_Frozen):
+    """One body of the model and its parent."""
+
     id: int
     name: str  # the model's name, "" when unnamed
     label: str  # name, or "body<id>" when unnamed
@@ -107,6 +121,8 @@ class BodyInfo(_Frozen):
 
 
 class JointInfo(_Frozen):
+    """One joint: its type, body, slices of qpos/qvel, axis and range."""
+
     name: str
     type: str
     body: str
@@ -119,6 +135,9 @@ class JointInfo(_Frozen):
 
 
 class EnvSpec(_Frozen):
+    """Everything an LLM prompt says about an env: layouts of observation, action and
+    state, info keys, termination and the env's own reward."""
+
     env_id: str
     env_class: str
     nq: int
@@ -149,6 +168,7 @@ class EnvSpec(_Frozen):
     reward_formula: str
 
     def obs_entries(self) -> list[ObsEntry]:
+        """Every observation index in order, across the segments."""
         return [e for seg in self.observation for e in seg.entries]
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,11 +176,13 @@ class EnvSpec(_Frozen):
         return json.loads(self.model_dump_json())
 
     def to_prompt(self) -> str:
+        """The spec as the text LLM prompts include."""
         return _prompt(self)
 
 
 @functools.cache
 def env_spec(env_id: str) -> EnvSpec:
+    """The env's spec, read off a live instance (built once per process)."""
     facts(env_id)  # unknown ids fail here with the catalog's message
     import gymnasium as gym  # lazy: importing this module stays cheap
 
@@ -221,7 +243,11 @@ def _state(m: Any, labels: list[str]) -> tuple[list[StateEntry], list[StateEntry
         else:
             pm, vm = [f"{body} vs {parent} about {ax}{rng}"], ["angular velocity"]
         common = {"joint": name, "joint_type": kind, "body": body}
-        for source, start, texts, out in (("qpos", qa, pm, qpos), ("qvel", da, vm, qvel)):
+        sides: tuple[tuple[StateSource, int, list[str], list[StateEntry]], ...] = (
+            ("qpos", qa, pm, qpos),
+            ("qvel", da, vm, qvel),
+        )
+        for source, start, texts, out in sides:
             for k, text in enumerate(texts):
                 meaning = f"{name}: {text}"
                 out.append(StateEntry(source=source, index=start + k, meaning=meaning, **common))
@@ -303,11 +329,17 @@ def _observation(
                 joint = m.joint(int(m.dof_jntid[i])).name
                 what = "actuator" if source == "qfrc_actuator" else "constraint (limit/contact)"
                 meaning, ref = f"{what} force on {joint}", f"{source}[{i}]"
-            where = {"source": source, "source_index": i, "transform": transform, "clip": clip}
-            expr = _wrap(ref, transform, clip)
             entries.append(
                 ObsEntry(
-                    index=start + k, joint=joint, body=body, expr=expr, meaning=meaning, **where
+                    index=start + k,
+                    source=source,
+                    source_index=i,
+                    transform=transform,
+                    clip=clip,
+                    joint=joint,
+                    body=body,
+                    expr=_wrap(ref, transform, clip),
+                    meaning=meaning,
                 )
             )
         lo, hi = idx[0] // width, idx[-1] // width + 1
@@ -330,6 +362,10 @@ def _pair(value: Any) -> tuple[float, float]:
     return float(value[0]), float(value[1])
 
 
+def _triple(value: Any) -> tuple[float, float, float]:
+    return float(value[0]), float(value[1]), float(value[2])
+
+
 def _build(env_id: str, env: Any) -> EnvSpec:
     import numpy as np
 
@@ -349,7 +385,7 @@ def _build(env_id: str, env: Any) -> EnvSpec:
                 name=m.joint(j).name, type=kind, body=labels[int(m.jnt_bodyid[j])],
                 qpos_start=int(m.jnt_qposadr[j]), qpos_size=_JOINT_SIZES[kind][0],
                 dof_start=int(m.jnt_dofadr[j]), dof_size=_JOINT_SIZES[kind][1],
-                axis=tuple(float(a) for a in m.jnt_axis[j]),
+                axis=_triple(m.jnt_axis[j]),
                 range=_pair(m.jnt_range[j]) if m.jnt_limited[j] else None,
             )
         )  # fmt: skip
@@ -453,9 +489,9 @@ def _prompt(s: EnvSpec) -> str:
     noun = "entry" if s.act_dim == 1 else "entries"
     out += ["", f"## Action: {s.act_dim} {noun}{each}; joint force = gear * action"]
     for a in s.action:
-        lo, hi = a.ctrl_range
+        low, high = a.ctrl_range
         name = f" (actuator {a.actuator})" if a.actuator and a.actuator != a.joint else ""
-        rng = "" if each else f" in [{lo:g}, {hi:g}]"
+        rng = "" if each else f" in [{low:g}, {high:g}]"
         out.append(f"- action[{a.index}]{rng}: {a.joint}{name}, gear {a.gear:g}")
     out += ["", "## info keys"]
     out += [f"- {k.key}{f' {k.shape}' if k.shape else ''}: {k.meaning}" for k in s.info]

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
 from activities.judging.code_judge import judge_trajectory
+from activities.judging.job import JUDGE
 from activities.judging.session_tools import session_tool
 from activities.logs import activity_logger
 from activities.runner.protocol import ChildFailed, ChildRequest
@@ -37,6 +40,8 @@ def judgment_key(trajectory_key: str) -> str | None:
 
 @implements(JUDGE_ROLLOUT)
 async def judge_rollout(req: JudgeRequest) -> Judgment:
+    """Judge an evaluation episode (and the run's checkpoint episodes) with the session's judge
+    code in a child, or with the built-in metrics; the judgment, also saved as judgment.json."""
     log = activity_logger(env_id=req.env_id, trajectory=req.trajectory_key)
     store = ArtifactStore()
     data = await asyncio.to_thread(store.get_bytes, req.trajectory_key)  # S3 errors: retryable
@@ -135,7 +140,7 @@ async def _judge_with_code(
         )
         try:
             result = await run_child(
-                "judge",
+                JUDGE,
                 child,
                 Path(tmp) / "out",
                 timeout_s=JUDGE_TIMEOUT_S,
@@ -155,6 +160,7 @@ async def _judge_with_code(
 
 
 def judgment_from_code(out: dict, req: JudgeRequest) -> Judgment:
+    """The Judgment for an answer of judge code (already checked by `judge_code`)."""
     directions = {c.name: c.direction for c in req.criteria}
     scores = [
         CriterionScore(
@@ -177,4 +183,4 @@ def judgment_from_code(out: dict, req: JudgeRequest) -> Judgment:
     )
 
 
-JUDGE_ACTIVITIES = [judge_rollout, session_tool]
+JUDGE_ACTIVITIES: list[Callable[..., Any]] = [judge_rollout, session_tool]

@@ -87,8 +87,16 @@ def _target_text(c: Criterion, unit: str) -> str:
     return f"{word} {_fmt(c.target, unit)}"
 
 
+def _metric(c: Criterion) -> str:
+    """The criterion's metric; ValueError for one without (an LLM-elicited criterion, which
+    only its judge code measures)."""
+    if c.metric is None:
+        raise ValueError(f"criterion {c.name!r} names no metric: the code judge cannot measure it")
+    return c.metric
+
+
 def _describe(t: Trajectory, c: Criterion, value: float) -> str:
-    m = METRICS[c.metric]
+    m = METRICS[_metric(c)]
     text = f"{m.label} {_fmt(value, m.unit)} against a target of {_target_text(c, m.unit)}"
     if c.metric in _VELOCITY and c.direction == "at_least" and c.target > 0:
         if value < 0:
@@ -101,7 +109,7 @@ def _describe(t: Trajectory, c: Criterion, value: float) -> str:
 
 
 def _tags_for(c: Criterion, value: float) -> list[str]:
-    low, high = TAGS.get(c.metric, ("below_target", "above_target"))
+    low, high = TAGS.get(_metric(c), ("below_target", "above_target"))
     tag = low if value < c.target else high
     out = [tag or f"{c.metric}_off_target"]
     if c.metric in _VELOCITY and value < 0 < c.target:
@@ -137,6 +145,8 @@ def _term_balance(t: Trajectory) -> tuple[list[str], str | None]:
 
 
 def judge(t: Trajectory, criteria: list[Criterion], pass_threshold: float) -> Judgment:
+    """Score a loaded trajectory against the criteria: per-criterion scores (discounted by
+    survival), a diagnosis of at most three sentences and failure tags."""
     scores: list[CriterionScore] = []
     failing: list[tuple[float, str]] = []  # (weighted shortfall, description)
     tags: list[str] = []
@@ -144,7 +154,7 @@ def judge(t: Trajectory, criteria: list[Criterion], pass_threshold: float) -> Ju
     alive = compute(t, "alive_fraction")
     for c in criteria:
         try:
-            value = compute(t, c.metric)
+            value = compute(t, _metric(c))
         except MetricUnavailable as exc:
             scores.append(_score(c, 0.0, 0.0))
             unmeasurable.append(f"{c.name}: {exc}")
@@ -205,7 +215,7 @@ def _cap(text: str) -> str:
 def _score(c: Criterion, value: float, score: float) -> CriterionScore:
     return CriterionScore(
         name=c.name,
-        metric=c.metric,
+        metric=_metric(c),
         value=round(value, 4),
         target=c.target,
         direction=c.direction,

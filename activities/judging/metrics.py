@@ -39,6 +39,8 @@ POLE_ENVS = ("InvertedPendulum-v5", "InvertedDoublePendulum-v5")
 
 @dataclass
 class Trajectory:
+    """An evaluation episode's arrays with the env's facts (`load` reads and checks them)."""
+
     env_id: str
     facts: EnvFacts
     dt: float
@@ -47,6 +49,8 @@ class Trajectory:
 
     @classmethod
     def load(cls, src: bytes | str | Path, env_id: str) -> Trajectory:
+        """The .npz (path or bytes) of an env's episode; TrajectoryError when it is unreadable
+        or lacks action, qpos or qvel."""
         f = facts(env_id)
         try:
             handle = np.load(io.BytesIO(src) if isinstance(src, bytes) else src, allow_pickle=False)
@@ -81,10 +85,12 @@ class Trajectory:
         return self.data["qvel"].astype(np.float64)
 
     def info(self, key: str) -> np.ndarray | None:
+        """The per-step info value `key` (info_<key>), None when the episode lacks it."""
         arr = self.data.get(f"info_{key}")
         return None if arr is None else arr.astype(np.float64)
 
     def terms(self) -> dict[str, np.ndarray]:
+        """The session reward's per-step terms by name."""
         return {k[5:]: v.astype(np.float64) for k, v in self.data.items() if k.startswith("term_")}
 
 
@@ -102,6 +108,7 @@ def _need(ok: bool, why: str) -> None:
 
 
 def x_velocity(t: Trajectory) -> np.ndarray:
+    """Per-step forward velocity (info's, else from the root's x position)."""
     _need(t.facts.locomotion, f"{t.env_id} has no free-moving body to measure velocity of")
     v = t.info("x_velocity")
     if v is not None:
@@ -111,6 +118,7 @@ def x_velocity(t: Trajectory) -> np.ndarray:
 
 
 def height(t: Trajectory) -> np.ndarray:
+    """Per-step torso height in metres."""
     idx = t.facts.height_index
     _need(idx is not None, f"{t.env_id} has no torso height")
     assert idx is not None
@@ -140,6 +148,7 @@ def torso_pitch_up(t: Trajectory) -> np.ndarray:
 
 
 def yaw(t: Trajectory) -> np.ndarray:
+    """Per-step heading about the vertical (rad, unwrapped)."""
     if t.env_id == "Swimmer-v5":
         return t.qpos[:, 2]
     _need(t.env_id in ("Ant-v5", "Humanoid-v5"), f"{t.env_id} cannot turn about the vertical")
@@ -148,6 +157,7 @@ def yaw(t: Trajectory) -> np.ndarray:
 
 
 def horizontal_speed(t: Trajectory) -> np.ndarray:
+    """Per-step speed over the ground (the x speed for planar walkers)."""
     if t.env_id in FREE_ROOT or t.env_id == "Swimmer-v5":
         return np.hypot(t.qvel[:, 0], t.qvel[:, 1])
     _need(t.env_id in PLANAR_WALKERS, f"{t.env_id} does not move horizontally")
@@ -173,6 +183,7 @@ def pole_up(t: Trajectory) -> np.ndarray:
 
 
 def target_distance(t: Trajectory) -> np.ndarray:
+    """Reacher: per-step fingertip-to-target distance."""
     _need(t.env_id == "Reacher-v5", f"{t.env_id} has no target to reach")
     nxt = t.data.get("next_obs")
     if nxt is not None:
@@ -196,17 +207,22 @@ def alive_fraction(t: Trajectory) -> float:
 
 
 def mean_yaw_rate(t: Trajectory) -> float:
+    """Mean turning rate over the episode (rad/s, counter-clockwise positive)."""
     a = yaw(t)
     return float((a[-1] - a[0]) / ((len(a) - 1) * t.dt)) if len(a) > 1 else 0.0
 
 
 def upright_fraction(t: Trajectory) -> float:
+    """Share of the episode the pole stayed up (steps after a fall count as down)."""
     up = pole_up(t)
     return float(up.sum() / (max(t.horizon, len(up)) if t.terminated else len(up)))
 
 
 @dataclass(frozen=True)
 class Metric:
+    """A named measure of a trajectory: how to compute it, how diagnoses name it, and which
+    envs it applies to."""
+
     fn: Callable[[Trajectory], float]
     label: str  # for diagnoses: "<label> 0.40 m/s against a target of ..."
     unit: str
@@ -315,6 +331,7 @@ METRICS: dict[str, Metric] = {
 
 
 def available_metrics(env_id: str) -> list[str]:
+    """The metrics an env supports: what criteria for it may name."""
     return [name for name, m in METRICS.items() if m.supports(env_id)]
 
 

@@ -31,6 +31,7 @@ class ToolError(ValueError):
 
 
 def run_tool(store: ArtifactStore, req: ToolRequest) -> str:
+    """The text answer to one tool call; ToolError when the call cannot be answered."""
     name, args = req.call.name, req.call.arguments
     if args.get("_too_long"):
         raise ToolError("the arguments were too long; ask for less")
@@ -64,11 +65,13 @@ def _stored(store: ArtifactStore, key: str, what: str) -> bytes:
 
 
 def read_reward(store: ArtifactStore, record: IterationRecord, args: dict[str, Any]) -> str:
+    """An earlier iteration's reward code."""
     code = _stored(store, record.reward_key, f"iteration {record.iteration}'s reward").decode()
     return f"# Iteration {record.iteration}'s reward ({record.reward_key})\n\n{code}"
 
 
 def read_judgment(store: ArtifactStore, record: IterationRecord, args: dict[str, Any]) -> str:
+    """An earlier iteration's judgment: score, diagnosis, each criterion, failure tags."""
     key = record.best_run.run_prefix + JUDGMENT
     if not store.exists(key):
         raise ToolError(f"iteration {record.iteration} has no judgment.json")
@@ -107,6 +110,7 @@ _CURVE = (
 
 
 def read_training(store: ArtifactStore, record: IterationRecord, args: dict[str, Any]) -> str:
+    """An earlier iteration's training: its summary and how the metrics went over the run."""
     prefix = record.best_run.run_prefix
     lines = [f"# Iteration {record.iteration}'s training ({record.best_run.run_name})"]
     if store.exists(prefix + SUMMARY):
@@ -135,6 +139,7 @@ def read_training(store: ArtifactStore, record: IterationRecord, args: dict[str,
 
 
 def trajectory_window(store: ArtifactStore, record: IterationRecord, args: dict[str, Any]) -> str:
+    """Statistics over a window of an earlier iteration's evaluation episode."""
     if not record.best_run.trajectory_key:
         raise ToolError(f"iteration {record.iteration} has no evaluation trajectory")
     key = record.best_run.trajectory_key

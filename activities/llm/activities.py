@@ -11,11 +11,13 @@ its thread pool, so a slow provider or boto3 blocks only that thread.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.artifacts import ArtifactStore, iteration_prefix, session_prefix
+from activities.artifacts import ArtifactStore
 from activities.llm.agents import criteria as criteria_agent
 from activities.llm.agents import dialogue, fixer, judge, reward
 from activities.llm.judging_activities import JUDGING_LLM_ACTIVITIES
@@ -51,16 +53,6 @@ from workflows.contracts.session import IterationRecord
 from workflows.contracts.training import RewardArtifact
 
 
-# The same keys as keys.reward_key and keys.judge_key (the layout: workflows/contracts/keys.py).
-def reward_key(session_id: str, iteration: int, candidate: int = 0, version: str = "") -> str:
-    """iter_<n>/reward_fn.py for the first candidate, reward_fn_c<k>.py for the others."""
-    return iteration_prefix(session_id, iteration) + keys.reward_filename(candidate, version)
-
-
-def judge_key(session_id: str, version: str = "") -> str:
-    return session_prefix(session_id) + keys.judge_filename(version)
-
-
 def _template_artifact(key: str, r: RenderedReward) -> RewardArtifact:
     return RewardArtifact(
         key=key,
@@ -78,6 +70,7 @@ def _llm_artifact(key: str, code: reward.RewardCode) -> RewardArtifact:
 
 @implements(ELICIT_CRITERIA)
 def elicit_criteria(req: ElicitRequest) -> ElicitResult:
+    """The criteria the judge will score, from the model or (offline) from the matched template."""
     log = activity_logger(env_id=req.env_id, model=req.llm_model)
     if is_offline(req.llm_model):
         criteria = OfflineAuthor().author(req.prompt, req.env_id).criteria
@@ -89,9 +82,10 @@ def elicit_criteria(req: ElicitRequest) -> ElicitResult:
 
 @implements(AUTHOR_REWARD)
 def author_reward(req: AuthorRequest) -> AuthorResult:
+    """One reward candidate to S3: from the model, or rendered from a template offline."""
     log = activity_logger(req.iteration, env_id=req.env_id, model=req.llm_model)
     store = ArtifactStore()
-    key = reward_key(req.session_id, req.iteration, req.candidate)
+    key = keys.reward_key(req.session_id, req.iteration, req.candidate)
     if is_offline(req.llm_model):
         authored = OfflineAuthor().author(req.prompt, req.env_id)  # IntentNotSupported
         store.put_text(key, authored.reward.code)
@@ -116,16 +110,19 @@ def author_reward(req: AuthorRequest) -> AuthorResult:
 
 @implements(AUTHOR_JUDGE)
 def author_judge(req: JudgeAuthorRequest) -> JudgeCode:
+    """Judge code for the session's criteria, to S3; needs a model."""
     llm_only("author_judge", req.llm_model)
     log = activity_logger(env_id=req.env_id, model=req.llm_model)
     code, summary, call = judge.author_judge(req.prompt, req.env_id, req.criteria, req.llm_model)
-    key = ArtifactStore().put_text(judge_key(req.session_id), code)
+    key = ArtifactStore().put_text(keys.judge_key(req.session_id), code)
     log.info("judge authored", key=key)
     return JudgeCode(key=key, summary=summary, usage=call)
 
 
 @implements(REVIEW_REWARD)
 def review_reward(req: ReviewRequest) -> ReviewResult:
+    """The reviewer's look at a reward: the same artifact when it passes, else a corrected one
+    under a .reviewed key."""
     llm_only("review_reward", req.llm_model)
     log = activity_logger(req.iteration, env_id=req.env_id, model=req.llm_model)
     store = ArtifactStore()
@@ -134,7 +131,7 @@ def review_reward(req: ReviewRequest) -> ReviewResult:
     if verdict.corrected is None:
         log.info("reward reviewed", lgtm=True, notes=verdict.notes)
         return ReviewResult(lgtm=True, notes=verdict.notes, reward=req.reward, usage=call)
-    key = reward_key(req.session_id, req.iteration, req.candidate, "reviewed")
+    key = keys.reward_key(req.session_id, req.iteration, req.candidate, "reviewed")
     store.put_text(key, verdict.corrected.code)
     corrected = _llm_artifact(key, verdict.corrected)
     if not corrected.terms:
@@ -145,6 +142,8 @@ def review_reward(req: ReviewRequest) -> ReviewResult:
 
 @implements(FIX_CODE)
 def fix_code(req: FixRequest) -> FixResult:
+    """Reward or judge code rewritten after it failed validation, under a .fix<k> key next to the
+    original."""
     llm_only("fix_code", req.llm_model)
     log = activity_logger(req.iteration, env_id=req.env_id, kind=req.kind, fix_attempt=req.attempt)
     store = ArtifactStore()
@@ -161,9 +160,9 @@ def fix_code(req: FixRequest) -> FixResult:
     )
     version = f"fix{req.attempt}"
     key = (
-        reward_key(req.session_id, req.iteration, req.candidate, version)
+        keys.reward_key(req.session_id, req.iteration, req.candidate, version)
         if req.kind == "reward"
-        else judge_key(req.session_id, version)
+        else keys.judge_key(req.session_id, version)
     )
     store.put_text(key, fixed.code)
     log.info("code fixed", key=key, error=req.error)
@@ -180,7 +179,7 @@ def revise_reward(req: ReviseRequest) -> ReviseResult:
         return _revise_offline(req)
     log = activity_logger(req.iteration, env_id=req.env_id, model=req.llm_model)
     store = ArtifactStore()
-    folder = iteration_prefix(req.session_id, req.iteration) + keys.revision_dir(req.candidate)
+    folder = keys.revision_folder(req.session_id, req.iteration, req.candidate)
     history_key = keys.history_key(folder)
 
     def opening() -> str:
@@ -207,7 +206,7 @@ def revise_reward(req: ReviseRequest) -> ReviseResult:
     ]
     iterations = [r.iteration for r in known] or [req.iteration - 1]
     revised = reward.revision_from(turn.arguments, iterations, req.algo)
-    key = reward_key(req.session_id, req.iteration, req.candidate)
+    key = keys.reward_key(req.session_id, req.iteration, req.candidate)
     store.put_text(key, revised.reward.code)
     timesteps = min(revised.timesteps or req.timesteps, req.timesteps_cap)
     changes = revised.changes or revised.diagnosis or "revised the reward"
@@ -252,7 +251,7 @@ def _revise_offline(req: ReviseRequest) -> ReviseResult:
         revision = OfflineAuthor().revise(req)
     except ValueError as exc:
         raise ApplicationError(str(exc), type="ReviseNotSupported", non_retryable=True) from None
-    key = reward_key(req.session_id, req.iteration, req.candidate)
+    key = keys.reward_key(req.session_id, req.iteration, req.candidate)
     ArtifactStore().put_text(key, revision.reward.code)
     log.info("reward revised", params=revision.reward.params, changes=revision.changes, base=base)
     changes = rebased + revision.changes
@@ -268,7 +267,7 @@ def _revise_offline(req: ReviseRequest) -> ReviseResult:
 
 
 # The LLM side of judging lives in judging_activities.py; one list registers both on the LLM pool.
-LLM_ACTIVITIES = [
+LLM_ACTIVITIES: list[Callable[..., Any]] = [
     elicit_criteria,
     author_reward,
     author_judge,

@@ -5,7 +5,9 @@ activity; `ask_video` answers the synthesizer's questions about a window of the 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +41,7 @@ from workflows.contracts.tools import AskVideoRequest, ToolOutcome
 
 @implements(VLM_CRITERIA)
 def vlm_criteria(req: VisualCriteriaRequest) -> VisualCriteria:
+    """What the video judge looks for, derived from the prompt by the model."""
     llm_only("vlm_criteria", req.llm_model)
     criteria, call = vlm.visual_criteria(req.prompt, req.llm_model)
     return VisualCriteria(criteria=[VisualCriterion(**c) for c in criteria], usage=call)
@@ -49,7 +52,7 @@ def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
     """The rollout's video to a vision-language model: the mp4 itself when the model takes
     video, else evenly spaced frames."""
     llm_only("vlm_judge", req.llm_model)
-    from activities.judging.frames import sample_frames
+    from activities.llm.frames import sample_frames
     from activities.llm.providers.registry import make_provider
 
     log = activity_logger(model=req.llm_model, video=req.video_key)
@@ -97,7 +100,7 @@ def synthesize_judgment(req: SynthesisRequest) -> SynthesisResult:
     log.info("judges reconciled", score=score, trusted=trusted)
     return SynthesisResult(
         score=score,
-        trusted=trusted,  # type: ignore[arg-type]
+        trusted=trusted,
         diagnosis=diagnosis,
         usage=turn.call,
     )
@@ -108,7 +111,7 @@ def ask_video(req: AskVideoRequest) -> ToolOutcome:
     """An agent's question about a time window of the video: frames of that window to the
     video model, its answer to S3 for the agent's next call."""
     llm_only("ask_video", req.llm_model)
-    from activities.judging.frames import sample_frames
+    from activities.llm.frames import sample_frames
 
     store = ArtifactStore()
     args = req.call.arguments
@@ -150,4 +153,9 @@ def ask_video(req: AskVideoRequest) -> ToolOutcome:
     )
 
 
-JUDGING_LLM_ACTIVITIES = [vlm_criteria, vlm_judge, synthesize_judgment, ask_video]
+JUDGING_LLM_ACTIVITIES: list[Callable[..., Any]] = [
+    vlm_criteria,
+    vlm_judge,
+    synthesize_judgment,
+    ask_video,
+]

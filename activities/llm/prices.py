@@ -44,6 +44,8 @@ def _matches(model: str, prefix: str) -> bool:
 
 
 def price_of(model: str) -> tuple[float, float] | None:
+    """(input, output) USD per 1M tokens for a model by its longest matching prefix; None when
+    unpriced."""
     matches = [p for p in PRICES if _matches(model, p)]
     return PRICES[max(matches, key=len)] if matches else None
 

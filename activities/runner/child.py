@@ -1,28 +1,32 @@
-"""The runner of a validation, training, evaluation or judging run: trusted code only.
+"""The runner process's harness: what every validation, training, evaluation or judging run
+does around its mode's own work. Trusted code only.
 
-    python -m activities.runner.child MODE --request REQ.json --out DIR
+A stage's job module (the training stage's `job`, the judging stage's `job`) names its modes
+(`ModeSpec`: the handler, what to import before confining, short or long) and calls `main`:
 
-MODE: validate, train, evaluate (reward code), validate_judge, judge (judge code).
+    python -m <job module> MODE --request REQ.json --out DIR
 
-Generated code never runs in this process: the runner starts a sandbox process
-(`activities.sandbox.host`, confined by the OS layers) and hands it transitions to score or
-trajectories to judge, so nothing the code does can reach the trainer, its objects or its files.
-Progress goes to stdout as JSON lines ({"event": "progress", "timesteps": N, "mean_return": x});
-the outcome goes to DIR/result.json (see activities/runner/protocol.py), written by this
-process only: the sandbox cannot reach DIR. On failure the runner writes a one-line error to
-result.json and stderr and exits 1.
+Generated code never runs in this process: the harness starts a sandbox process
+(`activities.sandbox.host`, confined by the OS layers) that the handler hands transitions to
+score or trajectories to judge, so nothing the code does can reach the trainer, its objects or
+its files. Progress goes to stdout as JSON lines ({"event": "progress", "timesteps": N,
+"mean_return": x}); the outcome goes to DIR/result.json (see activities/runner/protocol.py),
+written by this process only: the sandbox cannot reach DIR. On failure the runner writes a
+one-line error to result.json and stderr and exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -33,9 +37,53 @@ from activities.sandbox.os_limits import confine, mark_not_dumpable
 
 if TYPE_CHECKING:
     from activities.sandbox.client import SandboxClient
-    from activities.training.reward_runtime import Rewards
 
 EXIT_FAILED = 1
+SHORT_MODE_SANDBOX_CPU_S = 300
+# Imported before confining in every mode: `code_error` reads their error types, and the judge
+# modes check the sandbox's answers with `judge_code`.
+ALWAYS_PRELOAD = ("activities.sandbox.judge_code", "activities.sandbox.reward_code")
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Run:
+    """What a mode's handler gets besides its request: where to write, how to report progress,
+    and the run's sandbox (None only in an unguarded benchmark run)."""
+
+    mode: str
+    out: Path
+    emit: Emit
+    box: SandboxClient | None
+
+    def sandbox(self) -> SandboxClient:
+        """The run's sandbox; an error in the one case without (a mode that allows unguarded
+        runs, asked for one)."""
+        if self.box is None:
+            raise RuntimeError(f"{self.mode} has no sandbox in an unguarded run")
+        return self.box
+
+
+Handler = Callable[[ChildRequest, Run], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ModeSpec:
+    """One mode of a job module.
+
+    `preload`: the trusted modules the mode needs, imported before the process confines itself
+    (some do things at import time that the confinement forbids: glfw runs a subprocess).
+    `short`: validation and judging: tighter limits on this process and a CPU budget on its
+    sandbox. `unguarded_ok`: the mode may run the benchmark's own reward in-process when the
+    request says `unguarded` (the handler must refuse any other reward); every other run of
+    every mode has its sandbox.
+    """
+
+    handler: Handler
+    preload: tuple[str, ...] = ()
+    short: bool = False
+    unguarded_ok: bool = False
 
 
 def _protocol_stream() -> IO[str]:
@@ -45,10 +93,6 @@ def _protocol_stream() -> IO[str]:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return proto
-
-
-SHORT_MODES = ("validate", "validate_judge", "judge")
-SHORT_MODE_SANDBOX_CPU_S = 300
 
 
 def _die_with_parent() -> None:
@@ -64,180 +108,30 @@ def _die_with_parent() -> None:
         os._exit(EXIT_FAILED)  # the parent was already gone before the line above
 
 
-def _preload(mode: str) -> None:
-    """Import the trusted libraries a mode needs before the process confines itself: some do
-    things at import time that the confinement forbids (glfw runs a subprocess)."""
-    import importlib
-
-    modules = ["activities.judging.judge_runtime"]
-    if mode != "judge":
-        modules += ["gymnasium.envs.mujoco", "activities.training.sim"]
-    if mode in ("train", "evaluate", "validate_judge"):
-        modules += ["torch", "stable_baselines3", "activities.training.rollout"]
-    if mode == "train":
-        modules += ["activities.training.ppo", "activities.training.offpolicy", "tensorboardX"]
-    if mode == "validate":
-        modules += ["activities.training.validate"]
-    for name in modules:
+def _preload(spec: ModeSpec) -> None:
+    """Import what the mode needs while the process may still do anything."""
+    for name in (*ALWAYS_PRELOAD, *spec.preload):
         importlib.import_module(name)
 
 
-def _rewards(mode: str, req: ChildRequest, box: SandboxClient | None) -> Rewards:
-    """The session's reward: in the sandbox; in-process only for the benchmark's own reward."""
-    from activities.sandbox.client import SandboxRewards
-    from activities.training.reward_runtime import LocalRewards, load_reward
-
-    source = req.reward_source
-    if source is None:
-        if req.reward_path is None:
-            raise ValueError(f"{mode} needs reward_source or reward_path")
-        source = Path(req.reward_path).read_text()
-    # Validation rejects a NaN reward outright; training zeroes and counts the odd one.
-    strict = mode == "validate"
-    if req.unguarded:
-        from activities.runner.baseline_reward import RUN_FORWARD
-
-        if source != RUN_FORWARD:
-            raise ValueError("unguarded runs take only bench-sandbox's own reward")
-        return LocalRewards(load_reward(source, req.reward_filename, strict=strict, guarded=False))
-    assert box is not None
-    return SandboxRewards(
-        box, source, req.reward_filename, strict=strict, python_layers=req.python_layers
-    )
-
-
-def run(
-    mode: str,
-    req: ChildRequest,
-    out: Path,
-    emit: Callable[[dict[str, Any]], None],
-    box: SandboxClient | None,
-) -> dict[str, Any]:
-    if mode == "judge":
-        assert box is not None
-        return _judge(req, box)
-    if mode in ("train", "evaluate"):  # the others need no torch: skip its import (1-2 s)
-        import torch
-
-        # One core per run: a second torch thread gives nothing and collapses under load.
-        torch.set_num_threads(1)
-    reward = _rewards(mode, req, box)
-
-    if mode == "validate_judge":
-        from activities.training.rollout import random_trajectory
-
-        assert box is not None
-        trajectory = random_trajectory(req.env_id, reward, req.steps, req.seed)
-        [judged] = _judge_all(req, box, [trajectory])
-        return {"steps": len(trajectory["action"]), "judgment": judged}
-
-    if mode == "validate":
-        from activities.training.validate import validate
-
-        return validate(req.env_id, reward, req.steps, req.seed, req.env_kwargs)
-    if mode == "train":
-        common: dict[str, Any] = {
-            "env_kwargs": req.env_kwargs,
-            "progress_interval_s": req.progress_interval_s,
-            "checkpoint_every": req.checkpoint_every,
-            "resume_dir": Path(req.resume_dir) if req.resume_dir else None,
-            "eval_checkpoint_episodes": req.eval_checkpoint_episodes,
-            "eval_max_steps": req.max_steps,
-        }
-        if req.algo != "ppo":
-            from activities.training.offpolicy import train as train_offpolicy
-
-            return train_offpolicy(
-                req.algo, req.env_id, reward, req.timesteps, req.seed, out, emit, **common
-            )
-        from activities.training.ppo import train
-
-        return train(
-            req.env_id,
-            reward,
-            req.timesteps,
-            req.seed,
-            out,
-            emit,
-            ppo_overrides=req.ppo,
-            init_dir=Path(req.init_dir) if req.init_dir else None,
-            eval_every=req.eval_every,
-            **common,
-        )
-    from activities.training.rollout import evaluate
-
-    return evaluate(
-        req.env_id,
-        reward,
-        Path(req.model_path) if req.model_path else out / "model.zip",
-        Path(req.vecnormalize_path) if req.vecnormalize_path else out / "vecnormalize.npz",
-        out,
-        req.seed,
-        req.max_steps,
-        req.record_video,
-        req.video_size,
-        req.env_kwargs,
-        req.algo,
-    )
-
-
-def _judge_source(req: ChildRequest) -> str:
-    if req.judge_source is None:
-        raise ValueError("judge modes need judge_source")
-    return req.judge_source
-
-
-def _judge_all(
-    req: ChildRequest, box: SandboxClient, trajectories: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Each trajectory judged in the sandbox; the answers checked here as well."""
-    from activities.judging.judge_runtime import JudgeLoadError, check_judgment, judge_budget_s
-    from activities.sandbox.client import CodeFault, judge_in_sandbox
-
-    try:
-        raw = judge_in_sandbox(
-            box,
-            _judge_source(req),
-            req.judge_filename,
-            trajectories,
-            req.criteria,
-            python_layers=req.python_layers,
-            timeout_s=judge_budget_s() + 30,
-        )
-    except CodeFault as exc:
-        raise JudgeLoadError(str(exc)) from None
-    return [check_judgment(r, req.criteria) for r in raw]
-
-
-def _judge(req: ChildRequest, box: SandboxClient) -> dict[str, Any]:
-    from activities.judging.judge_runtime import load_trajectory
-
-    if req.trajectory_path is None:
-        raise ValueError("judge needs trajectory_path")
-    paths = [req.trajectory_path, *req.extra_trajectories]
-    judged = _judge_all(req, box, [load_trajectory(Path(p)) for p in paths])
-    return {"judgment": judged[0], "extra_scores": [j["score"] for j in judged[1:]]}
-
-
-def _start_sandbox(mode: str, req: ChildRequest) -> SandboxClient | None:
+def _start_sandbox(spec: ModeSpec, req: ChildRequest) -> SandboxClient | None:
     """The sandbox process for this run's generated code (None for the benchmark's baseline);
     SandboxUnavailable when a required layer is missing."""
-    if req.unguarded and mode in ("validate", "train", "evaluate"):
+    if req.unguarded and spec.unguarded_ok:
         return None
     from activities.sandbox.client import SandboxClient
 
-    cpu = SHORT_MODE_SANDBOX_CPU_S if mode in SHORT_MODES else 0
-    return SandboxClient(cpu_s=cpu)
+    return SandboxClient(cpu_s=SHORT_MODE_SANDBOX_CPU_S if spec.short else 0)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m activities.runner.child")
-    parser.add_argument(
-        "mode", choices=("validate", "train", "evaluate", "validate_judge", "judge")
-    )
+def main(prog: str, modes: Mapping[str, ModeSpec], argv: list[str] | None = None) -> int:
+    """Run one mode of a job module (see the module docstring); the process's exit status."""
+    parser = argparse.ArgumentParser(prog=f"python -m {prog}")
+    parser.add_argument("mode", choices=tuple(modes))
     parser.add_argument("--request", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    spec = modes[args.mode]
 
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message=".*settotalmass.*")
@@ -262,11 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     try:
         # Started first: the sandbox imports numpy while this process imports torch.
-        box = _start_sandbox(args.mode, req)
-        _preload(args.mode)
-        confine(short=args.mode in SHORT_MODES)
+        box = _start_sandbox(spec, req)
+        _preload(spec)
+        confine(short=spec.short)
         try:
-            result = run(args.mode, req, args.out, emit, box)
+            result = spec.handler(req, Run(args.mode, args.out, emit, box))
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure becomes one line
             reward_msg = code_error(exc, (req.reward_filename, req.judge_filename))
             if reward_msg is None:
@@ -287,7 +181,3 @@ def main(argv: list[str] | None = None) -> int:
     result_path.write_text(json.dumps(result, indent=2))
     emit({"event": "done", "mode": args.mode})
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,13 +1,15 @@
-"""The wire format between a supervisor (activity or CLI) and `activities.runner.child`.
+"""The wire format between a supervisor (activity or CLI) and a runner (a stage's job module).
 
-Request: a JSON file, `ChildRequest`. Output: JSON lines on the child's stdout (`progress`,
-`log` events) and `result.json` in the output folder: `{"ok": true, ...}` on success, or
-`{"ok": false, "error": "<one line>", "reward_fault": bool}` on failure (exit status non-zero).
-Light on imports: the worker process reads it without loading torch or gymnasium.
+What to run: `ChildJob` (the job module and its mode). Request: a JSON file, `ChildRequest`.
+Output: JSON lines on the child's stdout (`progress`, `log` events) and `result.json` in the
+output folder: `{"ok": true, ...}` on success, or `{"ok": false, "error": "<one line>",
+"reward_fault": bool}` on failure (exit status non-zero). Light on imports: the worker process
+reads it without loading torch or gymnasium.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -16,11 +18,22 @@ Mode = Literal["validate", "train", "evaluate", "validate_judge", "judge"]
 RESULT_FILE = "result.json"
 DEFAULT_REWARD_FILENAME = "reward_fn.py"
 DEFAULT_JUDGE_FILENAME = "judge_fn.py"
-# What a training checkpoint folder holds (see activities/training/checkpoints.py).
+# What a training checkpoint folder holds (written by the training stage's checkpoints).
 CHECKPOINT_FILES = ("model.zip", "vecnormalize.npz", "scalars.jsonl")
 
 
+@dataclass(frozen=True)
+class ChildJob:
+    """Which runner a supervisor starts: `python -m MODULE MODE` (a stage's job module, which
+    runs the shared harness `activities.runner.child`, in one of its modes)."""
+
+    module: str
+    mode: Mode
+
+
 class ChildRequest(BaseModel):
+    """What a child run is asked to do: one model for every mode (each reads its own fields)."""
+
     model_config = ConfigDict(extra="forbid")
 
     env_id: str

@@ -1,5 +1,6 @@
-"""Running `activities.runner.child` from a worker or the CLI, and keeping it on a short leash.
+"""Running a child (a stage's job module) from a worker or the CLI, on a short leash.
 
+The caller names the job (`ChildJob`: the stage's module and mode); this module knows no stage.
 The child (the runner: trusted trainer and evaluator code, which starts the sandbox process for
 generated code itself) gets its own process group (killed whole, sandbox included, on cancel or
 timeout) and an environment holding no secrets (an allowlist: no AWS_*, no provider keys). Its
@@ -24,7 +25,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.runner.protocol import RESULT_FILE, ChildFailed, ChildRequest, Mode
+from activities.runner.protocol import RESULT_FILE, ChildFailed, ChildJob, ChildRequest
 
 OnEvent = Callable[[dict[str, Any]], Awaitable[None] | None]
 
@@ -50,6 +51,7 @@ def repo_pythonpath() -> str:
 
 
 def child_env() -> dict[str, str]:
+    """The child's environment: an allowlist of the worker's (no credentials), plus ours."""
     env = {
         k: v for k, v in os.environ.items() if k in _ENV_ALLOW or k.startswith(_ENV_ALLOW_PREFIXES)
     }
@@ -65,6 +67,7 @@ def child_env() -> dict[str, str]:
 
 
 def kill_group(pid: int) -> None:
+    """SIGKILL a child's whole process group (its sandbox included); gone already is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
@@ -77,7 +80,7 @@ async def _drain(stream: asyncio.StreamReader, tail: deque[str]) -> None:
 
 
 async def run_child(
-    mode: Mode,
+    job: ChildJob,
     req: ChildRequest,
     out_dir: Path,
     on_event: OnEvent | None = None,
@@ -86,27 +89,27 @@ async def run_child(
     stall_s: float | None = None,
     timeout_is_reward_fault: bool = False,
 ) -> dict[str, Any]:
-    """Run the child to completion; return its result.json, or raise ChildFailed.
+    """Run `job` to completion; return its result.json, or raise ChildFailed.
 
     stall_s: fail when the child prints nothing for that long (a hung reward or simulator).
     Cancellation kills the whole process group before CancelledError propagates.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    req_path = out_dir / f"request_{mode}.json"
+    req_path = out_dir / f"request_{job.mode}.json"
     req_path.write_text(req.model_dump_json())
     (out_dir / RESULT_FILE).unlink(missing_ok=True)
     # The sandbox's scratch lives here: removed below even when the child is killed.
     run_tmp = tempfile.mkdtemp(prefix="pf-run-")
     try:
         return await _run(
-            mode, req_path, out_dir, on_event, timeout_s, stall_s, timeout_is_reward_fault, run_tmp
+            job, req_path, out_dir, on_event, timeout_s, stall_s, timeout_is_reward_fault, run_tmp
         )
     finally:
         shutil.rmtree(run_tmp, ignore_errors=True)
 
 
 async def _run(
-    mode: Mode,
+    job: ChildJob,
     req_path: Path,
     out_dir: Path,
     on_event: OnEvent | None,
@@ -118,8 +121,8 @@ async def _run(
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "activities.runner.child",
-        mode,
+        job.module,
+        job.mode,
         "--request",
         str(req_path),
         "--out",
@@ -137,11 +140,11 @@ async def _run(
     try:
         try:
             async with asyncio.timeout(timeout_s):
-                await _follow(proc.stdout, on_event, stall_s, mode)
+                await _follow(proc.stdout, on_event, stall_s, job.mode)
                 returncode = await proc.wait()
         except TimeoutError:
             raise ChildFailed(
-                f"{mode} did not finish within {timeout_s:.0f}s", timeout_is_reward_fault
+                f"{job.mode} did not finish within {timeout_s:.0f}s", timeout_is_reward_fault
             ) from None
         await drain
     finally:
@@ -151,7 +154,7 @@ async def _run(
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(proc.wait()), 5)
         drain.cancel()
-    return _result(out_dir, returncode, tail, mode)
+    return _result(out_dir, returncode, tail, job.mode)
 
 
 async def _follow(

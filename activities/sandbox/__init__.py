@@ -9,7 +9,7 @@ it, checks what it reports, and talks to it in frames of JSON and float64 arrays
 In front of the boundary, filters for honest mistakes with clear one-line messages:
 `static_check` (the syntax tree), `restricted` (curated namespaces and builtins) and `guards`
 (call budgets, read-only inputs, result checks), all run inside the sandbox process
-(`reward_code`, `activities.judging.judge_runtime`).
+(`reward_code`, `judge_code`).
 """
 
 from activities.sandbox.static_check import SandboxViolation, check_source

@@ -8,6 +8,7 @@ dies, hangs or answers out of format is the generated code's fault, reported in 
         rewards = SandboxRewards(box, source, "reward_fn.py")
         rid = rewards.new_instance()
         [(total, terms)] = rewards.score([(rid, obs, action, next_obs, info)])
+        judgments = judge_all(box, judge_source, "judge_fn.py", trajectories, criteria)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from activities.sandbox import layers, wire
+from activities.sandbox.judge_code import JudgeLoadError, check_judgment, judge_budget_s
 from activities.sandbox.reward_code import LARGE, MAX_TERM_NAME, MAX_TERMS, RewardLoadError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -110,6 +112,7 @@ class SandboxClient:
             raise layers.SandboxUnavailable(refused)
 
     def describe(self) -> str:
+        """The layers as one line for logs: those applied and those missing, with why."""
         return layers.describe(self.applied, self.missing)
 
     def _stderr_tail(self) -> str:
@@ -161,6 +164,7 @@ class SandboxClient:
         return answer, body
 
     def close(self) -> None:
+        """End the sandbox process (killed if it is not gone in 2 s) and remove its scratch."""
         with contextlib.suppress(OSError):
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
@@ -265,10 +269,12 @@ class SandboxRewards:
         return int(self._call({"op": "instance"}, timeout_s=LOAD_TIMEOUT_S)[0]["id"])
 
     def drop(self, rid: int) -> None:
+        """Forget an instance (its env closed); a dead sandbox is not an error here."""
         with contextlib.suppress(RewardLoadError):
             self._call({"op": "drop", "id": rid})
 
     def counts(self) -> dict[str, int]:
+        """Calls, and non-finite or clipped rewards repaired so far, over every instance."""
         answer = self._call({"op": "counts"})[0]
         return {k: int(answer.get(k, 0)) for k in ("calls", "nonfinite", "clipped")}
 
@@ -363,6 +369,32 @@ def _decode_scores(
     return out
 
 
+def judge_all(
+    box: SandboxClient,
+    source: str,
+    filename: str,
+    trajectories: Sequence[dict[str, np.ndarray]],
+    criteria: list[str],
+    *,
+    python_layers: bool = True,
+) -> list[dict[str, Any]]:
+    """Each trajectory judged in the sandbox, each answer checked again here (the sandbox's
+    word is never taken for the format); JudgeLoadError blames the judge code in one line."""
+    try:
+        raw = judge_in_sandbox(
+            box,
+            source,
+            filename,
+            trajectories,
+            criteria,
+            python_layers=python_layers,
+            timeout_s=judge_budget_s() + 30,
+        )
+    except CodeFault as exc:
+        raise JudgeLoadError(str(exc)) from None
+    return [check_judgment(r, criteria) for r in raw]
+
+
 def judge_in_sandbox(
     box: SandboxClient,
     source: str,
@@ -373,8 +405,8 @@ def judge_in_sandbox(
     python_layers: bool = True,
     timeout_s: float = 90.0,
 ) -> list[dict[str, Any]]:
-    """The judge's raw answers for each trajectory (checked again by the caller); CodeFault
-    when the judge code fails."""
+    """The judge's raw answers for each trajectory, unchecked (`judge_all` checks them);
+    CodeFault when the judge code fails."""
     load = {"op": "load_judge", "source": source, "filename": filename}
     box.call({**load, "python_layers": python_layers}, timeout_s=LOAD_TIMEOUT_S)
     out = []

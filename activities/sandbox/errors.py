@@ -7,13 +7,15 @@ import traceback
 
 
 def one_line(text: str, limit: int = 500) -> str:
+    """The text on one line (whitespace collapsed), cut to `limit` characters."""
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def code_error(exc: BaseException, filenames: tuple[str, ...]) -> str | None:
     """'reward_fn.py line 12: ZeroDivisionError: ...' when generated code failed, else None."""
-    from activities.judging.judge_runtime import JudgeLoadError
+    # Imported here: these modules pull in numpy, and the messages above need none of it.
+    from activities.sandbox.judge_code import JudgeLoadError
     from activities.sandbox.reward_code import RewardLoadError
 
     if isinstance(exc, RewardLoadError | JudgeLoadError):

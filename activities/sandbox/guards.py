@@ -51,6 +51,7 @@ def budget_from_env(var: str, default: float) -> float:
 
 
 def call_budget_s() -> float:
+    """Seconds one reward call may take (POLICYFORGE_SANDBOX_CALL_S overrides it)."""
     return budget_from_env("POLICYFORGE_SANDBOX_CALL_S", DEFAULT_CALL_BUDGET_S)
 
 
@@ -91,6 +92,7 @@ class Budget:
 
     @staticmethod
     def stop() -> None:
+        """Stop the interval timer that watches armed budgets."""
         signal.setitimer(signal.ITIMER_REAL, 0)
         Budget._running = False
 
@@ -111,11 +113,13 @@ class Budget:
             )
 
     def arm(self) -> None:
+        """Start this budget's clock for one call (the timer starts on first use)."""
         Budget._current = (time.monotonic(), self)
         if not Budget._running:
             Budget._start()
 
     def disarm(self) -> None:
+        """The call returned: nothing is timed until the next arm."""
         Budget._current = None
 
 

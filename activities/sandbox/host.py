@@ -24,6 +24,7 @@ import numpy as np
 from activities.sandbox import guards, layers, wire
 from activities.sandbox.confine import confine_sandbox
 from activities.sandbox.errors import code_error, one_line
+from activities.sandbox.judge_code import check_judgment, load_judge
 from activities.sandbox.reward_code import LoadedReward, counts_of, load_reward
 
 _FILES: tuple[str, ...] = ()
@@ -51,6 +52,7 @@ class Host:
         return rid
 
     def load_reward(self, h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
+        """Load the reward code; the first instance's id, its latex and its terms."""
         global _FILES
         _FILES = (*_FILES, str(h["filename"]))
         reward = load_reward(
@@ -64,15 +66,19 @@ class Host:
         return {"id": self._add(reward), "latex": reward.latex[:2000], "terms": reward.terms}, b""
 
     def instance(self, _h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
+        """A fresh instance of the loaded reward (its module run again)."""
         if self.template is None:
             raise RuntimeError("no reward loaded")
         return {"id": self._add(self.template.clone())}, b""
 
     def drop(self, h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
+        """Forget an instance."""
         self.rewards.pop(int(h["id"]), None)
         return {}, b""
 
     def score(self, h: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
+        """Score a batch of transitions (float64 columns laid out as the header says): each
+        total and its terms, names once when every row has the same."""
         ids, starts, layout = h["ids"], h["start"], h["layout"]
         n = len(ids)
         width = sum(max(int(w), 1) for _, w in layout)
@@ -106,12 +112,12 @@ class Host:
         return header, np.asarray(flat, dtype=np.float64).tobytes()
 
     def counts(self, _h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
+        """Calls and repaired rewards so far, over every instance."""
         return counts_of(self.rewards.values()), b""
 
     def load_judge(self, h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
+        """Load the judge code for the `judge` operations that follow."""
         global _FILES
-        from activities.judging.judge_runtime import load_judge
-
         _FILES = (*_FILES, str(h["filename"]))
         self.judge = load_judge(
             str(h["source"]), str(h["filename"]), python_layers=bool(h.get("python_layers", True))
@@ -119,8 +125,8 @@ class Host:
         return {}, b""
 
     def run_judge(self, h: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
-        from activities.judging.judge_runtime import check_judgment
-
+        """Judge one trajectory (read-only arrays as the header lays them out); the checked
+        judgment."""
         if self.judge is None:
             raise RuntimeError("no judge loaded")
         trajectory: dict[str, np.ndarray] = {}
@@ -134,6 +140,8 @@ class Host:
         return {"judgment": judged}, b""
 
     def serve(self, inp: IO[bytes]) -> None:
+        """Answer frames until the client closes the channel; generated code's failures become
+        one-line error answers."""
         ops = {
             "load_reward": self.load_reward,
             "instance": self.instance,
@@ -175,7 +183,6 @@ def _preload() -> None:
     import numpy.linalg  # noqa: F401
     import numpy.random  # noqa: F401
 
-    import activities.judging.judge_runtime  # noqa: F401
     import activities.sandbox.restricted  # noqa: F401
 
     # pyseccomp loads libseccomp through ctypes.util (which may run ldconfig): before confining.
@@ -200,6 +207,7 @@ def _die_with_parent() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Start, confine, report the layers, then serve the client until it closes the channel."""
     parser = argparse.ArgumentParser(prog="python -m activities.sandbox.host")
     parser.add_argument("--scratch", type=Path, required=True)
     parser.add_argument("--cpu-s", type=int, default=0)

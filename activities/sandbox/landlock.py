@@ -71,6 +71,8 @@ def _fs_rights(abi: int) -> int:
 
 @dataclass
 class LandlockResult:
+    """What Landlock enforced (per kind of rule), at which ABI, and the paths it skipped."""
+
     abi: int
     filesystem: bool = False
     network: bool = False

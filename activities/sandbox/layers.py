@@ -35,10 +35,12 @@ def _names(var: str) -> set[str]:
 
 
 def accepted_missing() -> set[str]:
+    """The layers an operator accepts missing (POLICYFORGE_SANDBOX_ALLOW_MISSING)."""
     return _names(ALLOW_MISSING_VAR)
 
 
 def disabled_for_test() -> set[str]:
+    """The layers a test asks not to apply (POLICYFORGE_SANDBOX_TEST_DISABLE)."""
     return _names(TEST_DISABLE_VAR)
 
 

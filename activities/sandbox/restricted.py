@@ -255,6 +255,8 @@ def _import_hook(modules: dict[str, _CuratedModule]) -> Callable[..., Any]:
 
 
 def safe_builtins() -> dict[str, Any]:
+    """The builtins generated code gets: an allow-list, a bounded print, a safe type() and
+    an import hook that hands out curated modules only."""
     table = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
     table["print"] = _bounded_print()
     table["type"] = SafeType
@@ -265,6 +267,7 @@ def safe_builtins() -> dict[str, Any]:
 
 
 def compile_untrusted(source: str, filename: str) -> CodeType:
+    """Code for generated source, after the static check (SandboxViolation when it fails)."""
     tree = check_source(source, filename)
     return compile(tree, filename, "exec")
 

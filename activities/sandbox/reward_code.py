@@ -36,10 +36,12 @@ class RewardFunction(abc.ABC):
 
     @property
     def latex(self) -> str:
+        """The reward as a LaTeX formula, for people (empty when not given)."""
         return ""
 
     @property
     def terms(self) -> list[str]:
+        """The names of the terms `compute` returns (empty when not given)."""
         return []
 
 

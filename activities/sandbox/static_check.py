@@ -17,7 +17,9 @@ import difflib
 import re
 import string
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from activities.sandbox.policy import (
     ALLOWED_DUNDER_ATTRIBUTES,
@@ -134,6 +136,7 @@ def _scope_of(node: ast.AST, is_method: bool = False) -> _Scope:
         bound.update(a.arg for a in _params(node.args))
         _collect(node.body, bound)
         return _Scope("function", bound)
+    assert isinstance(node, _FUNCTIONS), type(node).__name__  # the only other scope
     bound.update(a.arg for a in _params(node.args))
     for stmt in node.body:
         _collect(stmt, bound)
@@ -185,7 +188,7 @@ class _Checker(ast.NodeVisitor):
         self.scopes: list[_Scope] = [_Scope("module")]
         self.methods: set[int] = set()  # ids of functions written directly in a class body
 
-    def fail(self, node: ast.AST, what: str) -> None:
+    def fail(self, node: ast.AST, what: str) -> NoReturn:
         line = getattr(node, "lineno", "?")
         raise SandboxViolation(f"{self.filename} line {line}: {what}")
 
@@ -368,7 +371,7 @@ class _Checker(ast.NodeVisitor):
                 )
         self.visit(node)
 
-    def _enter(self, node: ast.AST, body: list[ast.AST], *, is_method: bool = False) -> None:
+    def _enter(self, node: ast.AST, body: Sequence[ast.AST], *, is_method: bool = False) -> None:
         self.scopes.append(_scope_of(node, is_method))
         try:
             for part in body:
@@ -422,8 +425,10 @@ class _Checker(ast.NodeVisitor):
         if node.value is not None:
             self.visit(node.value)
 
-    def _comprehension(self, node: ast.AST) -> None:
-        first, *rest = node.generators  # type: ignore[attr-defined]
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
+    ) -> None:
+        first, *rest = node.generators
         self.visit(first.iter)  # evaluated in the enclosing scope
         inner: list[ast.AST] = [first.target, *first.ifs]
         for gen in rest:
@@ -431,7 +436,7 @@ class _Checker(ast.NodeVisitor):
         if isinstance(node, ast.DictComp):
             inner += [node.key, node.value]
         else:
-            inner.append(node.elt)  # type: ignore[attr-defined]
+            inner.append(node.elt)
         self._enter(node, inner)
 
     visit_ListComp = _comprehension

@@ -13,7 +13,7 @@ import os
 import select
 import struct
 import time
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 _PREFIX = struct.Struct("<II")
 # What a client accepts from the sandbox: answers are scores and short text, never bulk.
@@ -26,6 +26,7 @@ class WireError(RuntimeError):
 
 
 def encode(header: dict[str, Any], payload: bytes = b"") -> bytes:
+    """One frame: the length prefix, the JSON header and the payload."""
     head = json.dumps(header, separators=(",", ":")).encode()
     return _PREFIX.pack(len(head), len(payload)) + head + payload
 
@@ -37,7 +38,8 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def send(stream: BinaryIO, header: dict[str, Any], payload: bytes = b"") -> None:
+def send(stream: IO[bytes], header: dict[str, Any], payload: bytes = b"") -> None:
+    """Write one frame and flush (the sandbox side)."""
     stream.write(encode(header, payload))
     stream.flush()
 
@@ -52,7 +54,7 @@ def _decode_header(raw: bytes) -> dict[str, Any]:
     return header
 
 
-def recv(stream: BinaryIO) -> tuple[dict[str, Any], bytes]:
+def recv(stream: IO[bytes]) -> tuple[dict[str, Any], bytes]:
     """Blocking read of one frame (the sandbox side, which trusts its client)."""
     prefix = stream.read(_PREFIX.size)
     if len(prefix) < _PREFIX.size:
@@ -89,6 +91,8 @@ class FrameReader:
         return out
 
     def read(self, timeout_s: float) -> tuple[dict[str, Any], bytes]:
+        """One frame within `timeout_s`; TimeoutError, or WireError when it is over the limits
+        or malformed."""
         deadline = time.monotonic() + timeout_s
         self._fill(_PREFIX.size, deadline)
         head_len, payload_len = _PREFIX.unpack(bytes(self._buf[: _PREFIX.size]))

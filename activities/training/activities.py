@@ -1,7 +1,8 @@
 """Temporal activities of the train pool: validate reward code, train PPO, evaluate a policy.
 
-Thin wrappers: fetch inputs from S3, run `activities.runner.child` (where the reward code runs)
-under `supervisor.run_child`, heartbeat its progress, upload its outputs. Each works in its own
+Thin wrappers: fetch inputs from S3, run the stage's child (`job.py`, which starts the sandbox
+where the reward code runs) under `supervisor.run_child`, heartbeat its progress, upload its
+outputs. Each works in its own
 temporary folder, removed at the end.
 """
 
@@ -20,10 +21,11 @@ from botocore.exceptions import ClientError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.artifacts import ArtifactStore, run_prefix
+from activities.artifacts import ArtifactStore
 from activities.logs import activity_logger
-from activities.runner.protocol import CHECKPOINT_FILES, ChildFailed, ChildRequest, Mode
+from activities.runner.protocol import CHECKPOINT_FILES, ChildFailed, ChildJob, ChildRequest
 from activities.runner.supervisor import run_child, sandbox_refused
+from activities.training import job
 from activities.training.presets import config_variants
 from workflows.contracts.activities import (
     EVALUATE_POLICY,
@@ -32,7 +34,7 @@ from workflows.contracts.activities import (
     VALIDATE_REWARD,
     implements,
 )
-from workflows.contracts.keys import MODEL, TRAIN_OUTPUTS, VECNORMALIZE, checkpoint_key
+from workflows.contracts.keys import MODEL, TRAIN_OUTPUTS, VECNORMALIZE, checkpoint_key, run_prefix
 from workflows.contracts.training import (
     EvalRequest,
     EvalResult,
@@ -113,7 +115,7 @@ def _failure(exc: ChildFailed) -> ApplicationError:
     )
 
 
-async def _validate(mode: Mode, child: ChildRequest) -> dict[str, Any] | str:
+async def _validate(mode: ChildJob, child: ChildRequest) -> dict[str, Any] | str:
     """Run a validation mode in the child: its result, or the code's one-line error (str).
 
     Errors that are not the generated code's (the machine, the child) stay retryable.
@@ -138,6 +140,8 @@ async def _validate(mode: Mode, child: ChildRequest) -> dict[str, Any] | str:
 
 @implements(VALIDATE_REWARD)
 async def validate_reward(req: ValidateRequest) -> ValidateResult:
+    """Run reward code on random-action steps in the child: its term magnitudes, or the
+    code's one-line error (not a failed activity: the workflow revises the code)."""
     log = activity_logger(env_id=req.env_id, reward_key=req.reward_key)
     source = await _get_text(ArtifactStore(), req.reward_key)
     child = ChildRequest(
@@ -147,7 +151,7 @@ async def validate_reward(req: ValidateRequest) -> ValidateResult:
         steps=req.steps,
         seed=req.seed,
     )
-    result = await _validate("validate", child)
+    result = await _validate(job.VALIDATE, child)
     if isinstance(result, str):
         log.info("reward invalid", error=result)
         return ValidateResult(ok=False, error=result)
@@ -172,7 +176,7 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
         steps=req.steps,
         seed=req.seed,
     )
-    result = await _validate("validate_judge", child)
+    result = await _validate(job.VALIDATE_JUDGE, child)
     if isinstance(result, str):
         log.info("judge invalid", error=result)
         return ValidateResult(ok=False, error=result)
@@ -219,6 +223,8 @@ def _resume_point() -> TrainProgress | None:
 
 @implements(TRAIN_POLICY)
 async def train_policy(req: TrainRequest) -> TrainResult:
+    """Train a policy in the child, checkpointing to S3 and resuming from an earlier attempt's
+    last checkpoint; its outputs uploaded under the run's prefix."""
     log = activity_logger(req.iteration, env_id=req.env_id, run=req.run_name)
     store = ArtifactStore()
     source = await _get_text(store, req.reward_key)
@@ -283,7 +289,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         log.info("training", timesteps=req.timesteps)
         try:
             async with _heartbeating(lambda: progress):
-                summary = await run_child("train", child, out, on_event, stall_s=TRAIN_STALL_S)
+                summary = await run_child(job.TRAIN, child, out, on_event, stall_s=TRAIN_STALL_S)
         except ChildFailed as exc:
             log.warning("training failed", error=exc.message, reward_fault=exc.reward_fault)
             raise _failure(exc) from None
@@ -319,6 +325,8 @@ async def train_policy(req: TrainRequest) -> TrainResult:
 
 @implements(EVALUATE_POLICY)
 async def evaluate_policy(req: EvalRequest) -> EvalResult:
+    """One deterministic episode of a trained policy in the child; its trajectory and video
+    uploaded beside the run's outputs."""
     log = activity_logger(env_id=req.env_id, run_prefix=req.run_prefix)
     store = ArtifactStore()
     source = await _get_text(store, req.reward_key)
@@ -342,7 +350,7 @@ async def evaluate_policy(req: EvalRequest) -> EvalResult:
         )
         try:
             async with _heartbeating():
-                result = await run_child("evaluate", child, out, timeout_s=EVAL_TIMEOUT_S)
+                result = await run_child(job.EVALUATE, child, out, timeout_s=EVAL_TIMEOUT_S)
         except ChildFailed as exc:
             log.warning("evaluation failed", error=exc.message, reward_fault=exc.reward_fault)
             raise _failure(exc) from None
@@ -365,4 +373,9 @@ async def evaluate_policy(req: EvalRequest) -> EvalResult:
     )
 
 
-TRAIN_ACTIVITIES = [validate_reward, validate_judge, train_policy, evaluate_policy]
+TRAIN_ACTIVITIES: list[Callable[..., Any]] = [
+    validate_reward,
+    validate_judge,
+    train_policy,
+    evaluate_policy,
+]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar, cast
 
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -24,6 +25,8 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from activities.training.policy_io import load_model, load_vecnormalize, load_weights
 from activities.training.policy_io import save_policy as save_policy
 
+ModelT = TypeVar("ModelT", bound=BaseAlgorithm)
+
 
 def next_multiple(n: int, every: int) -> int:
     """The first multiple of `every` after `n`: where a periodic callback fires next."""
@@ -31,6 +34,9 @@ def next_multiple(n: int, every: int) -> int:
 
 
 class CheckpointCallback(BaseCallback):
+    """Writes a resumable checkpoint every `every` timesteps and emits its folder (see the
+    module docstring)."""
+
     def __init__(self, out_dir: Path, scalars: Path, every: int, emit: Callable[[dict], None]):
         super().__init__()
         self.out_dir = out_dir
@@ -69,9 +75,9 @@ def resume(
     venv: VecEnv,
     scalars: Path,
     algo: str,
-    build: Callable[[VecNormalize], BaseAlgorithm],
+    build: Callable[[VecNormalize], ModelT],
     normalizer: type[VecNormalize] = VecNormalize,
-) -> tuple[BaseAlgorithm, VecNormalize]:
+) -> tuple[ModelT, VecNormalize]:
     """The checkpoint's model and normaliser on fresh envs; its scalars copied to `scalars`, so
     the resumed run's metrics go on from the checkpoint's.
 
@@ -80,7 +86,8 @@ def resume(
     states and counters; `normalizer` is the VecNormalize class the run trains with."""
     vecnorm = load_vecnormalize(resume_dir / "vecnormalize.npz", venv, normalizer)
     vecnorm.training = True
-    model = load_model(algo, resume_dir / "model.zip", vecnorm, build=build)
+    # The model `build` made (load_model checks it), with the checkpoint's weights loaded.
+    model = cast(ModelT, load_model(algo, resume_dir / "model.zip", vecnorm, build=build))
     model.set_logger(Logger(folder=None, output_formats=[]))
     if (resume_dir / "scalars.jsonl").exists():
         scalars.parent.mkdir(parents=True, exist_ok=True)

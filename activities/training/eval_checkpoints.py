@@ -21,14 +21,17 @@ from stable_baselines3.common.callbacks import BaseCallback
 from activities.training.checkpoints import save_policy
 from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import LoadedReward, Rewards
-from activities.training.rollout import Mp4Writer, collect, video_stride
-from activities.training.sim import make_env
+from activities.training.rollout import Mp4Writer, collect, save_trajectory, video_stride
+from activities.training.sim import make_env, mujoco_env
 
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 PICKS = (("p10", 0.1), ("median", 0.5), ("p90", 0.9))
 
 
 class EvalCheckpoints(BaseCallback):
+    """Plays and keeps the evaluation checkpoints' episodes at 25/50/75/100% of training (see
+    the module docstring)."""
+
     def __init__(
         self,
         env_id: str,
@@ -89,7 +92,7 @@ class EvalCheckpoints(BaseCallback):
         picked: dict[str, Any] = {}
         for name, q in PICKS:
             ret, seed, arrays, stats = runs[round(q * (len(runs) - 1))]
-            np.savez_compressed(folder / f"{name}.npz", **arrays)
+            save_trajectory(folder / f"{name}.npz", arrays)
             self._video(act, seed, folder / f"{name}.mp4")
             picked[name] = {"seed": seed, "return": ret, "length": stats["episode_length"]}
         summary = {
@@ -103,7 +106,7 @@ class EvalCheckpoints(BaseCallback):
 
     def _video(self, act: Callable[[np.ndarray], np.ndarray], seed: int, path: Path) -> None:
         env = make_env(self.env_id, self.reward, render_size=self.video_size)
-        stride, fps = video_stride(float(env.unwrapped.dt))  # type: ignore[attr-defined]
+        stride, fps = video_stride(float(mujoco_env(env).dt))
         steps = min(self.max_steps or 10**9, self.video_frames * stride)
         writer = Mp4Writer(path, fps)
         try:

@@ -1,6 +1,6 @@
 """Periodic deterministic evaluation during training, with the evaluation time kept off the clock.
 
-Used by `ppo.train(eval_every=N)` inside the child and by the plain-SB3 side of
+Used by `ppo.train` (`TrainJob.eval_every`) inside the child and by the plain-SB3 side of
 `policyforge bench-train` (`workers.local.bench_plain`), so both sides are measured by
 the same code. Every `every` timesteps the current policy plays one full episode on a separate
 env (deterministic actions, reset with the same seed each time), through the training
@@ -58,6 +58,9 @@ def run_episode(
 
 
 class PeriodicEval(BaseCallback):
+    """One deterministic episode of the env's own return every `every` timesteps, its time kept
+    off the training clock (see the module docstring)."""
+
     def __init__(
         self,
         env: gym.Env,
@@ -91,6 +94,7 @@ class PeriodicEval(BaseCallback):
         self.eval_seconds = 0.0
 
     def train_wall(self) -> float:
+        """Seconds since training started, evaluations excluded."""
         return time.monotonic() - self._t0 - self.eval_seconds
 
     def _on_step(self) -> bool:

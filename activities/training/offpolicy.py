@@ -13,11 +13,11 @@ buffer: a resumed run refills it and carries on from the checkpoint's counter.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from stable_baselines3 import SAC, TD3
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import VecNormalize
@@ -33,6 +33,7 @@ from activities.training.ppo import (
     summarize,
 )
 from activities.training.reward_runtime import Rewards
+from activities.training.run_spec import TrainJob
 from workflows.contracts.keys import SCALARS
 
 ALGOS = {"sac": SAC, "td3": TD3}
@@ -40,6 +41,8 @@ ALGOS = {"sac": SAC, "td3": TD3}
 
 @dataclass(frozen=True)
 class OffPolicyPreset:
+    """SAC's or TD3's settings (see the module docstring)."""
+
     learning_rate: float
     batch_size: int = 256
     buffer_size: int = 300_000
@@ -52,6 +55,7 @@ class OffPolicyPreset:
     action_noise: float = 0.0  # TD3's Gaussian exploration noise (std, in action units)
 
     def fit_budget(self, timesteps: int) -> OffPolicyPreset:
+        """Learning starts after a tenth of a budget too small for the default warm-up."""
         if timesteps >= 10 * self.learning_starts:
             return self
         return replace(self, learning_starts=max(100, timesteps // 10))
@@ -87,60 +91,42 @@ class OffPolicyMetrics(MetricsCallback):
         super()._on_training_end()
 
 
-def train(
-    algo: str,
-    env_id: str,
-    reward: Rewards,
-    timesteps: int,
-    seed: int,
-    out_dir: Path,
-    emit: Emit,
-    *,
-    env_kwargs: dict[str, Any] | None = None,
-    progress_interval_s: float = 2.0,
-    checkpoint_every: int = 0,
-    resume_dir: Path | None = None,
-    eval_checkpoint_episodes: int = 0,
-    eval_max_steps: int | None = None,
-) -> dict[str, Any]:
+def train(job: TrainJob, reward: Rewards, emit: Emit) -> dict[str, Any]:
+    """Train SAC or TD3 (job.algo) under `reward` into job.out_dir; the summary. The PPO-only
+    settings of the job (ppo_overrides, init_dir, eval_every) do not apply."""
+    algo = job.algo
     if algo not in ALGOS:
         raise ValueError(f"algo must be one of ppo, {', '.join(ALGOS)} (got {algo!r})")
-    preset = PRESETS[algo].fit_budget(timesteps)
-    envs = reward_envs(env_id, reward, 1, env_kwargs)
+    preset = PRESETS[algo].fit_budget(job.timesteps)
+    envs = reward_envs(job.env_id, reward, 1, job.env_kwargs)
+    out_dir = job.out_dir
     scalars = out_dir / SCALARS
     resumed_from: int | None = None
-    if resume_dir is not None:
+    if job.resume_dir is not None:
         # Like PPO's: the metrics written before the checkpoint carry on in this run's file.
         model, venv = resume(
-            resume_dir, envs, scalars, algo, lambda v: _build(algo, preset, v, seed)
+            job.resume_dir, envs, scalars, algo, lambda v: _build(algo, preset, v, job.seed)
         )
         resumed_from = int(model.num_timesteps)
         emit({"event": "resumed", "timesteps": resumed_from})
     else:
         scalars.unlink(missing_ok=True)
         venv = VecNormalize(envs, norm_obs=False, norm_reward=False)
-        model = _build(algo, preset, venv, seed)
-    callbacks: list[Any] = [
-        OffPolicyMetrics(
-            scalars,
-            emit,
-            progress_interval_s,
-            window=10,
-            scored=envs.take_scored,
-            tensorboard=out_dir / "tensorboard",
-            every=max(100, min(2048, timesteps // 10)),
-        )
-    ]
-    callbacks += run_outputs(
-        env_id, reward, timesteps, out_dir, emit, scalars, checkpoint_every,
-        eval_checkpoint_episodes, eval_max_steps,
-    )  # fmt: skip
-    wall = learn_and_save(model, timesteps, callbacks, resumed_from is not None, out_dir)
+        model = _build(algo, preset, venv, job.seed)
+    metrics = OffPolicyMetrics(
+        scalars,
+        emit,
+        job.progress_interval_s,
+        window=10,
+        scored=envs.take_scored,
+        tensorboard=out_dir / "tensorboard",
+        every=max(100, min(2048, job.timesteps // 10)),
+    )
+    callbacks: list[BaseCallback] = [metrics, *run_outputs(job, reward, emit, scalars)]
+    wall = learn_and_save(model, job.timesteps, callbacks, resumed_from is not None, out_dir)
     hyper = {"algo": algo, **asdict(preset)}
-    summary = summarize(
-        env_id, timesteps, seed, model, callbacks[0], wall, resumed_from, hyper, env_kwargs,
-        reward, episode_settings(envs.envs[0]), out_dir,
-    )  # fmt: skip
+    episode = episode_settings(envs.envs[0])
+    summary = summarize(job, model, metrics, wall, resumed_from, hyper, reward, episode)
     venv.close()
     return summary
 
@@ -161,7 +147,9 @@ def _build(algo: str, preset: OffPolicyPreset, venv: VecNormalize, seed: int) ->
         "verbose": 0,
     }
     if preset.action_noise > 0:
-        n = venv.action_space.shape[0]
+        shape = venv.action_space.shape
+        assert shape is not None, "MuJoCo actions are a Box"
+        n = shape[0]
         kwargs["action_noise"] = NormalActionNoise(np.zeros(n), preset.action_noise * np.ones(n))
     model = ALGOS[algo]("MlpPolicy", venv, **kwargs)
     model.set_logger(Logger(folder=None, output_formats=[]))

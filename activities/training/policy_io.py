@@ -66,18 +66,19 @@ def save_policy(model: BaseAlgorithm, folder: Path) -> None:
 
 def save_vecnormalize(venv: VecNormalize, path: Path) -> None:
     """The normaliser's statistics and settings as plain arrays (np.savez, no object arrays)."""
-    if isinstance(getattr(venv, "obs_rms", None), dict):
+    obs_rms = getattr(venv, "obs_rms", None)  # absent when norm_obs is off
+    if isinstance(obs_rms, dict):
         raise ValueError("vecnormalize: dict observation spaces are not supported")
     arrays: dict[str, np.ndarray] = {k: np.asarray(getattr(venv, k)) for k in _VECNORM_SETTINGS}
-    rms = {"ret_rms": venv.ret_rms}
+    rms: dict[str, Any] = {"ret_rms": venv.ret_rms}
     if venv.norm_obs:
-        rms["obs_rms"] = venv.obs_rms
+        rms["obs_rms"] = obs_rms
     for name, stats in rms.items():
         for key in _RMS_KEYS:
             arrays[f"{name}_{key}"] = np.asarray(getattr(stats, key), dtype=np.float64)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:  # a file object: np.savez would append ".npz" to other names
-        np.savez(f, **arrays)
+        np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub: a key could be allow_pickle
 
 
 def load_vecnormalize(

@@ -24,7 +24,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 META_NAME = "policyforge.json"
 META_FORMAT = 1
-ALGOS: dict[str, type[BaseAlgorithm]] = {"ppo": PPO, "sac": SAC, "td3": TD3}
+ALGOS: dict[str, type[PPO | SAC | TD3]] = {"ppo": PPO, "sac": SAC, "td3": TD3}
 ACTIVATIONS: dict[str, type[torch.nn.Module]] = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
 # Policy settings each algorithm may carry, and the sub-networks a dict net_arch may name.
 _POLICY_KEYS = {
@@ -185,6 +185,7 @@ def _policy_to_json(algo: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def policy_from_json(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Policy kwargs for SB3 from their JSON form (the activation by name becomes its class)."""
     out = {k: v for k, v in kwargs.items() if k != "activation"}
     if "activation" in kwargs:
         out["activation_fn"] = ACTIVATIONS[kwargs["activation"]]
@@ -192,12 +193,14 @@ def policy_from_json(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_policy(model: BaseAlgorithm, meta: dict[str, Any], path: Path) -> None:
+    """ValueError when the saved policy settings are not the model's."""
     mine = _policy_to_json(algo_name(model), model.policy_kwargs)
     if mine != meta["policy_kwargs"]:
         raise ValueError(f"{path.name}: saved policy {meta['policy_kwargs']} is not this {mine}")
 
 
 def check_spaces(model: BaseAlgorithm, meta: dict[str, Any], path: Path) -> None:
+    """ValueError when the saved observation or action space is not the model's."""
     for what in ("observation", "action"):
         mine, saved = getattr(model, f"{what}_space"), meta[f"{what}_space"]
         if mine != saved:
@@ -259,6 +262,7 @@ def _bounds(value: Any, n: int, what: str, bad: Callable[[str], ValueError]) -> 
 
 
 def algo_name(model: BaseAlgorithm) -> str:
+    """The model's algorithm by our name (ppo, sac, td3); ValueError for any other class."""
     for name, cls in ALGOS.items():
         if type(model) is cls:
             return name
@@ -285,6 +289,7 @@ def _no_constant(token: str) -> None:
 
 
 def one_line(exc: BaseException) -> str:
+    """The exception's first line, at most 200 characters: for error messages built on it."""
     lines = str(exc).strip().splitlines()
     text = lines[0] if lines else type(exc).__name__
     return (text[:200] + "...") if len(text) > 200 else text

@@ -16,7 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from stable_baselines3 import PPO
+from stable_baselines3 import PPO, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
@@ -29,6 +29,7 @@ from activities.training.eval_checkpoints import EvalCheckpoints
 from activities.training.evaluation import PeriodicEval
 from activities.training.presets import PPOPreset, preset_for
 from activities.training.reward_runtime import Rewards
+from activities.training.run_spec import TrainJob
 from activities.training.sim import make_env
 from activities.training.vec_env import (
     DeferredVecNormalize,
@@ -97,6 +98,7 @@ class MetricsCallback(BaseCallback):
         self._steps_at_record = self.num_timesteps
 
     def mean_return(self) -> float | None:
+        """Mean session return of the last `window` episodes (None before the first ends)."""
         return _mean(self.episodes[-self.window :], 1)
 
     def _progress(self) -> None:
@@ -165,7 +167,10 @@ class MetricsCallback(BaseCallback):
             if key in values:
                 row[name] = float(values[key])
         # PPO has one optimizer; SAC and TD3 an actor's and a critic's (same rate).
-        optimizer = getattr(self.model.policy, "optimizer", None) or self.model.actor.optimizer
+        optimizer = getattr(self.model.policy, "optimizer", None)
+        if optimizer is None:
+            assert isinstance(self.model, SAC | TD3), type(self.model).__name__
+            optimizer = self.model.actor.optimizer
         row["learning_rate"] = float(optimizer.param_groups[0]["lr"])
         row["steps_per_second"] = round(
             (self.num_timesteps - self._steps_at_record) / max(now - self._last_record, 1e-9), 1
@@ -182,6 +187,7 @@ class MetricsCallback(BaseCallback):
 
 
 def build_model(preset: PPOPreset, venv: VecNormalize, seed: int) -> PPO:
+    """A PPO model on `venv` with the preset's settings, on the CPU, logging nowhere."""
     lr: Any = preset.learning_rate
     if preset.lr_schedule == "linear":
         lr = LinearSchedule(preset.learning_rate, 0.0, 1.0)
@@ -216,37 +222,22 @@ def build_model(preset: PPOPreset, venv: VecNormalize, seed: int) -> PPO:
     return model
 
 
-def train(
-    env_id: str,
-    reward: Rewards,
-    timesteps: int,
-    seed: int,
-    out_dir: Path,
-    emit: Emit,
-    ppo_overrides: dict[str, Any] | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    progress_interval_s: float = 2.0,
-    callbacks: list[BaseCallback] | None = None,
-    checkpoint_every: int = 0,
-    resume_dir: Path | None = None,
-    eval_every: int = 0,
-    init_dir: Path | None = None,
-    eval_checkpoint_episodes: int = 0,
-    eval_max_steps: int | None = None,
-) -> dict[str, Any]:
-    if timesteps <= 0:
-        raise ValueError(f"timesteps must be positive (got {timesteps})")
-    preset = preset_for(env_id, ppo_overrides).fit_budget(timesteps)
+def train(job: TrainJob, reward: Rewards, emit: Emit) -> dict[str, Any]:
+    """Train PPO under `reward` into job.out_dir (see the module docstring); the summary."""
+    if job.timesteps <= 0:
+        raise ValueError(f"timesteps must be positive (got {job.timesteps})")
+    preset = preset_for(job.env_id, job.ppo_overrides).fit_budget(job.timesteps)
+    out_dir = job.out_dir
     scalars = out_dir / SCALARS
-    envs = reward_envs(env_id, reward, preset.n_envs, env_kwargs, deferred=True)
+    envs = reward_envs(job.env_id, reward, preset.n_envs, job.env_kwargs, deferred=True)
     resumed_from: int | None = None
-    if resume_dir is not None:
+    if job.resume_dir is not None:
         model, venv = resume(
-            resume_dir,
+            job.resume_dir,
             envs,
             scalars,
             "ppo",
-            lambda v: build_model(preset, v, seed),
+            lambda v: build_model(preset, v, job.seed),
             normalizer=DeferredVecNormalize,
         )
         resumed_from = int(model.num_timesteps)
@@ -260,35 +251,31 @@ def train(
             clip_obs=preset.clip_obs,
             gamma=preset.gamma,
         )
-        model = build_model(preset, venv, seed)
-        if init_dir is not None:
-            emit({"event": "warm_start", "applied": warm_start(model, venv, init_dir)})
+        model = build_model(preset, venv, job.seed)
+        if job.init_dir is not None:
+            emit({"event": "warm_start", "applied": warm_start(model, venv, job.init_dir)})
     defer_rewards(model, envs)
     callback = MetricsCallback(
         scalars,
         emit,
-        progress_interval_s,
+        job.progress_interval_s,
         window=max(10, preset.n_envs),
         scored=envs.take_scored,
         tensorboard=out_dir / "tensorboard",
     )
-    extra = list(callbacks or [])
-    extra += run_outputs(
-        env_id, reward, timesteps, out_dir, emit, scalars, checkpoint_every,
-        eval_checkpoint_episodes, eval_max_steps,
-    )  # fmt: skip
-    if eval_every > 0:
+    extra = run_outputs(job, reward, emit, scalars)
+    if job.eval_every > 0:
         # One deterministic episode of the env's own reward every eval_every steps (see
         # evaluation.py): metrics/evals.jsonl and "eval" events, for bench-train.
         evals = out_dir / "metrics" / "evals.jsonl"
-        eval_env = make_env(env_id, None, env_kwargs)
-        extra.append(PeriodicEval(eval_env, eval_every, seed, evals, emit))
-    wall = learn_and_save(model, timesteps, [callback, *extra], resumed_from is not None, out_dir)
-    summary = summarize(
-        env_id, timesteps, seed, model, callback, wall, resumed_from,
-        {"algo": "ppo", **preset.as_dict()}, env_kwargs, reward,
-        episode_settings(envs.envs[0]), out_dir,
-    )  # fmt: skip
+        eval_env = make_env(job.env_id, None, job.env_kwargs)
+        extra.append(PeriodicEval(eval_env, job.eval_every, job.seed, evals, emit))
+    wall = learn_and_save(
+        model, job.timesteps, [callback, *extra], resumed_from is not None, out_dir
+    )
+    hyper = {"algo": "ppo", **preset.as_dict()}
+    episode = episode_settings(envs.envs[0])
+    summary = summarize(job, model, callback, wall, resumed_from, hyper, reward, episode)
     venv.close()
     return summary
 
@@ -320,7 +307,7 @@ def learn_and_save(
         # The counter carries on from a checkpoint: train only what is left of the budget.
         total_timesteps=max(timesteps - int(model.num_timesteps), 1),
         callback=callbacks,
-        log_interval=None,
+        log_interval=None,  # type: ignore[arg-type]  # SB3 reads None as "never log", types int
         reset_num_timesteps=not resumed,
     )
     wall = time.monotonic() - t0
@@ -328,58 +315,44 @@ def learn_and_save(
     return wall
 
 
-def run_outputs(
-    env_id: str,
-    reward: Rewards,
-    timesteps: int,
-    out_dir: Path,
-    emit: Emit,
-    scalars: Path,
-    checkpoint_every: int,
-    eval_checkpoint_episodes: int,
-    eval_max_steps: int | None,
-) -> list[BaseCallback]:
+def run_outputs(job: TrainJob, reward: Rewards, emit: Emit, scalars: Path) -> list[BaseCallback]:
     """The callbacks every algorithm's run gets: resumable checkpoints and evaluation
     checkpoints, when asked for."""
     out: list[BaseCallback] = []
-    if checkpoint_every > 0:
-        out.append(CheckpointCallback(out_dir, scalars, checkpoint_every, emit))
-    if eval_checkpoint_episodes > 0:
+    if job.checkpoint_every > 0:
+        out.append(CheckpointCallback(job.out_dir, scalars, job.checkpoint_every, emit))
+    if job.eval_checkpoint_episodes > 0:
         out.append(
             EvalCheckpoints(
-                env_id,
+                job.env_id,
                 reward,
-                timesteps,
-                out_dir,
+                job.timesteps,
+                job.out_dir,
                 emit,
-                episodes=eval_checkpoint_episodes,
-                max_steps=eval_max_steps,
+                episodes=job.eval_checkpoint_episodes,
+                max_steps=job.eval_max_steps,
             )
         )
     return out
 
 
 def summarize(
-    env_id: str,
-    timesteps: int,
-    seed: int,
-    model: Any,
+    job: TrainJob,
+    model: BaseAlgorithm,
     callback: MetricsCallback,
     wall: float,
     resumed_from: int | None,
     hyperparameters: dict[str, Any],
-    env_kwargs: dict[str, Any] | None,
     reward: Rewards,
     episode: dict[str, Any],
-    out_dir: Path,
 ) -> dict[str, Any]:
     """summary.json (written) for any algorithm's finished run."""
     done = int(model.num_timesteps)
     trained_here = done - (resumed_from or 0)
     counts = reward.counts()
     summary = {
-        "env_id": env_id,
-        "timesteps": timesteps,
+        "env_id": job.env_id,
+        "timesteps": job.timesteps,
         "timesteps_done": done,
         "wall_seconds": round(wall, 2),
         "steps_per_second": round(trained_here / max(wall, 1e-9), 1),
@@ -390,9 +363,9 @@ def summarize(
         "episodes": len(callback.episodes),
         "term_means": _final_term_means(callback.rollout_terms, done),
         "still_improving": _still_improving(callback.episodes, done),
-        "seed": seed,
+        "seed": job.seed,
         "hyperparameters": hyperparameters,
-        "env_kwargs": dict(env_kwargs or {}),
+        "env_kwargs": dict(job.env_kwargs),
         "episode": episode,
         "reward_terms": reward.terms,
         # Steps whose reward was NaN/inf (zeroed) or beyond +-1e6 (clipped) by the sandbox.
@@ -400,7 +373,7 @@ def summarize(
         "clipped_rewards": counts["clipped"],
         "torch_threads": torch.get_num_threads(),
     }
-    (out_dir / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
+    (job.out_dir / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 

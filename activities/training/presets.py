@@ -36,6 +36,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class PPOPreset:
+    """PPO settings for an env (see the module docstring for how they were chosen)."""
+
     n_envs: int = 8
     n_steps: int = 256  # per env and rollout: n_envs * n_steps samples per PPO update
     batch_size: int = 512
@@ -59,6 +61,7 @@ class PPOPreset:
     clip_obs: float = 10.0
 
     def with_overrides(self, overrides: dict[str, Any]) -> PPOPreset:
+        """This preset with some settings replaced; ValueError naming unknown settings."""
         known = {f.name for f in fields(self)}
         unknown = sorted(set(overrides) - known)
         if unknown:
@@ -78,6 +81,7 @@ class PPOPreset:
         return replace(self, n_steps=n_steps, batch_size=batch)
 
     def as_dict(self) -> dict[str, Any]:
+        """The settings as JSON types (summary.json's hyperparameters)."""
         d = asdict(self)
         d["net_arch"] = list(self.net_arch)
         return d
@@ -161,13 +165,14 @@ def config_variants(env_id: str, n: int) -> list[tuple[str, dict[str, Any]]]:
 
 
 def preset_for(env_id: str, overrides: dict[str, Any] | None = None) -> PPOPreset:
+    """The env's PPO preset (the default for envs without one) with `overrides` applied."""
     return PRESETS.get(env_id, DEFAULT).with_overrides(overrides or {})
 
 
 def describe() -> str:
     """The preset table as markdown, for docs and `python -m activities.training.presets`."""
-    cols = ("n_envs", "n_steps", "batch_size", "n_epochs", "learning_rate", "lr_schedule")
-    cols += ("gamma", "net_arch", "activation", "log_std_init")
+    cols = ["n_envs", "n_steps", "batch_size", "n_epochs", "learning_rate", "lr_schedule"]
+    cols += ["gamma", "net_arch", "activation", "log_std_init"]
     lines = ["| env | " + " | ".join(cols) + " |", "|" + " --- |" * (len(cols) + 1)]
     for env_id, p in PRESETS.items():
         lines.append(f"| {env_id} | " + " | ".join(str(getattr(p, c)) for c in cols) + " |")

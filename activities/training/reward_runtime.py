@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import gymnasium as gym
 import numpy as np
 
 from activities.sandbox.client import Transition
+
+if TYPE_CHECKING:
+    from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
 from activities.sandbox.reward_code import (
     LoadedReward,
     RewardFunction,
@@ -44,13 +47,21 @@ class Rewards(Protocol):
     latex: str
     terms: list[str]
 
-    def new_instance(self) -> int: ...
+    def new_instance(self) -> int:
+        """A fresh reward instance (its own state) for one env; its id."""
+        ...
 
-    def drop(self, rid: int) -> None: ...
+    def drop(self, rid: int) -> None:
+        """Forget an instance (its env closed)."""
+        ...
 
-    def score(self, batch: Sequence[Transition]) -> list[tuple[float, dict[str, float]]]: ...
+    def score(self, batch: Sequence[Transition]) -> list[tuple[float, dict[str, float]]]:
+        """(total, terms) per transition, in order."""
+        ...
 
-    def counts(self) -> dict[str, int]: ...
+    def counts(self) -> dict[str, int]:
+        """Calls, and non-finite or clipped rewards repaired so far."""
+        ...
 
 
 class LocalRewards:
@@ -63,6 +74,7 @@ class LocalRewards:
         self._spare: int | None = 0
 
     def new_instance(self) -> int:
+        """The loaded instance first, then clones of it."""
         if self._spare is not None:
             rid, self._spare = self._spare, None
             return rid
@@ -93,7 +105,7 @@ class TransitionTap(gym.Wrapper):
         super().__init__(env)
         self.last_obs: np.ndarray | None = None
         self._episode_start = True
-        self._data = env.unwrapped.data  # type: ignore[attr-defined]
+        self._data = cast("MujocoEnv", env.unwrapped).data  # every env here is a MuJoCo env
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
@@ -102,6 +114,7 @@ class TransitionTap(gym.Wrapper):
         return obs, info
 
     def step(self, action):
+        """The env's step, with what a reward needs added to info (see the class docstring)."""
         obs, env_reward, terminated, truncated, info = self.env.step(action)
         info["_episode_start"] = self._episode_start
         self._episode_start = False
@@ -134,6 +147,8 @@ class RewardWrapper(TransitionTap):
         self._pending: list[Transition] | None = None
 
     def step(self, action):
+        """Step, then score the transition with the session's reward (or hold it while
+        `deferred`)."""
         obs, _env_reward, terminated, truncated, info = super().step(action)
         transition = self.transition(self.rid, action, obs, info)
         if self._pending is not None:

@@ -15,7 +15,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from activities.training import policy_io
 from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import LoadedReward, Rewards
-from activities.training.sim import make_env, scalar_info
+from activities.training.run_spec import EvalJob
+from activities.training.sim import make_env, mujoco_env, scalar_info
 from workflows.contracts.keys import TRAJECTORY, VIDEO
 
 MAX_VIDEO_FPS = 30
@@ -27,38 +28,30 @@ def video_stride(dt: float) -> tuple[int, int]:
     return stride, max(1, round(1.0 / (dt * stride)))
 
 
-def evaluate(
-    env_id: str,
-    reward: Rewards | LoadedReward,
-    model_path: Path,
-    vecnormalize_path: Path,
-    out_dir: Path,
-    seed: int,
-    max_steps: int | None,
-    record_video: bool,
-    video_size: int = 480,
-    env_kwargs: dict[str, Any] | None = None,
-    algo: str = "ppo",
-) -> dict[str, Any]:
-    env = make_env(env_id, reward, env_kwargs, render_size=video_size if record_video else None)
+def evaluate(job: EvalJob, reward: Rewards | LoadedReward) -> dict[str, Any]:
+    """One deterministic episode of the trained policy under `reward`: trajectory .npz and
+    (when asked) video in job.out_dir; the episode's figures."""
+    out_dir = job.out_dir
+    size = job.video_size if job.record_video else None
+    env = make_env(job.env_id, reward, job.env_kwargs, render_size=size)
     # The raw env is stepped directly (raw obs for the trajectory); VecNormalize only normalises
     # the policy's input with the statistics frozen at the end of training.
-    vecnorm = policy_io.load_vecnormalize(vecnormalize_path, DummyVecEnv([lambda: env]))
+    vecnorm = policy_io.load_vecnormalize(job.vecnormalize_path, DummyVecEnv([lambda: env]))
     vecnorm.training = False
     vecnorm.norm_reward = False
-    act = deterministic_act(load_model(algo, model_path), vecnorm)
-    stride, fps = video_stride(float(env.unwrapped.dt))  # type: ignore[attr-defined]
+    act = deterministic_act(load_model(job.algo, job.model_path), vecnorm)
+    stride, fps = video_stride(float(mujoco_env(env).dt))
     video = out_dir / VIDEO
-    writer = Mp4Writer(video, fps) if record_video else None
+    writer = Mp4Writer(video, fps) if job.record_video else None
     try:
-        arrays, stats = collect(env, act, seed, max_steps, writer, stride)
+        arrays, stats = collect(env, act, job.seed, job.max_steps, writer, stride)
     finally:
         env.close()
         if writer is not None:
             writer.close()
     traj = out_dir / TRAJECTORY
     traj.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(traj, **arrays)
+    save_trajectory(traj, arrays)
     return {
         **stats,
         "trajectory": str(traj.relative_to(out_dir)),
@@ -66,6 +59,11 @@ def evaluate(
         "fps": fps,
         "frames": writer.frames if writer is not None else 0,
     }
+
+
+def save_trajectory(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """An episode's arrays as the trajectory .npz (compressed; plain arrays, no pickles)."""
+    np.savez_compressed(path, **arrays)  # type: ignore[arg-type]  # stub: a key may be allow_pickle
 
 
 def load_model(algo: str, path: Path) -> Any:
@@ -165,6 +163,7 @@ class Mp4Writer:
         self._stream: Any = None
 
     def add(self, frame: np.ndarray) -> None:
+        """Encode one RGB frame (the first fixes the size, cropped to even sides)."""
         if self._container is None:
             h, w = frame.shape[:2]
             self._container = av.open(str(self.path), mode="w")
@@ -181,6 +180,7 @@ class Mp4Writer:
         self.frames += 1
 
     def close(self) -> None:
+        """Flush the encoder and finish the file (nothing was written without a frame)."""
         if self._container is None:
             return
         for packet in self._stream.encode():

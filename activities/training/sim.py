@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast, overload
 
 import gymnasium as gym
 import mujoco
 import numpy as np
+from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
 
 from activities.envs.quiet import quiet_mujoco
 from activities.training.reward_runtime import LoadedReward, Rewards, RewardWrapper
@@ -20,12 +21,32 @@ TRACKING_CAMERA = frozenset(
 )
 
 
+@overload
+def make_env(
+    env_id: str,
+    reward: Rewards | LoadedReward,
+    env_kwargs: dict[str, Any] | None = None,
+    render_size: int | None = None,
+) -> RewardWrapper: ...
+
+
+@overload
+def make_env(
+    env_id: str,
+    reward: None,
+    env_kwargs: dict[str, Any] | None = None,
+    render_size: int | None = None,
+) -> gym.Env: ...
+
+
 def make_env(
     env_id: str,
     reward: Rewards | LoadedReward | None,
     env_kwargs: dict[str, Any] | None = None,
     render_size: int | None = None,
 ) -> gym.Env:
+    """An env for the child: MuJoCo quiet, the session's `reward` wrapped in when given, and
+    fast headless rendering at `render_size` px when asked."""
     quiet_mujoco()
     kwargs = dict(env_kwargs or {})
     if render_size:
@@ -38,12 +59,17 @@ def make_env(
     if render_size:
         # Mesa's software renderer: a 1024 shadow map and no multisampling triple the frame rate.
         # Must be set before the first render creates the GL context.
-        quality = env.unwrapped.model.vis.quality  # type: ignore[attr-defined]
+        quality = mujoco_env(env).model.vis.quality
         quality.shadowsize = 1024
         quality.offsamples = 0
         if env_id in TRACKING_CAMERA:
-            _extend_floor(env.unwrapped.model)  # type: ignore[attr-defined]
+            _extend_floor(mujoco_env(env).model)
     return RewardWrapper(env, reward) if reward is not None else env
+
+
+def mujoco_env(env: gym.Env) -> MujocoEnv:
+    """The MuJoCo env under an env's wrappers (every env here is one): its model, data, dt."""
+    return cast(MujocoEnv, env.unwrapped)
 
 
 def _extend_floor(model: mujoco.MjModel, half_size: float = FLOOR_HALF_SIZE) -> None:

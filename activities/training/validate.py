@@ -28,7 +28,7 @@ def validate(
     sums: dict[str, float] = defaultdict(float)
     started = time.perf_counter()
     # Scored in one call at the end (the actions are random: they never need the reward).
-    with env.deferred() as scored:  # type: ignore[attr-defined]
+    with env.deferred() as scored:
         for _ in range(steps):
             _, _, terminated, truncated, _ = env.step(env.action_space.sample())
             if terminated or truncated:

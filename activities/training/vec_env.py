@@ -14,11 +14,11 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
-from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
@@ -39,6 +39,10 @@ class Scored:
         self.episodes: list[tuple[float, int, float]] = []
 
 
+def _tapped(make: Callable[[], gym.Env]) -> Callable[[], gym.Env]:
+    return lambda: TransitionTap(make())
+
+
 class ScoredVecEnv(DummyVecEnv):
     """DummyVecEnv over `TransitionTap`-wrapped envs with the session reward.
 
@@ -49,10 +53,10 @@ class ScoredVecEnv(DummyVecEnv):
     def __init__(
         self, env_fns: list[Callable[[], gym.Env]], rewards: Rewards, *, deferred: bool = False
     ) -> None:
-        super().__init__([lambda f=f: TransitionTap(f()) for f in env_fns])
+        super().__init__([_tapped(f) for f in env_fns])
         self.rewards = rewards
         self.deferred = deferred
-        self.taps: list[TransitionTap] = self.envs  # type: ignore[assignment]
+        self.taps = cast(list[TransitionTap], self.envs)  # made by `_tapped`
         self.ids = [rewards.new_instance() for _ in self.envs]
         n = self.num_envs
         self._ret = np.zeros(n)
@@ -71,6 +75,8 @@ class ScoredVecEnv(DummyVecEnv):
         return super().reset()
 
     def step_wait(self) -> VecEnvStepReturn:
+        """Step every env and score the batch in one call (or hold it, `deferred`: rewards 0
+        until `flush`); finished episodes reset as DummyVecEnv does."""
         stepped = []
         batch = []
         for i, tap in enumerate(self.taps):
@@ -157,6 +163,7 @@ class DeferredVecNormalize(VecNormalize):
         pass  # see normalize_scored
 
     def normalize_reward(self, reward: np.ndarray) -> np.ndarray:
+        """Placeholders pass through: `normalize_scored` normalises the real rewards."""
         return reward.astype(np.float32)
 
     def normalize_scored(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
@@ -171,7 +178,7 @@ class DeferredVecNormalize(VecNormalize):
         return out
 
 
-def defer_rewards(model: BaseAlgorithm, envs: ScoredVecEnv) -> None:
+def defer_rewards(model: OnPolicyAlgorithm, envs: ScoredVecEnv) -> None:
     """Before each PPO update computes returns, score the rollout and add the (normalised)
     rewards into the buffer, which holds only the time-limit bootstraps SB3 added so far."""
     buffer: Any = model.rollout_buffer

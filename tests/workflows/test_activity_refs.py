@@ -38,7 +38,7 @@ def test_every_reference_is_implemented_once_on_its_pool_with_its_types() -> Non
     assert sorted(seen) == sorted(by_name)
 
 
-BAD = '''
+BAD = """
 from workflows.contracts import activities as act
 from workflows.contracts.llm import FixResult, ReviewRequest, ReviewResult
 from workflows.steps import Steps
@@ -59,7 +59,7 @@ async def expects_the_wrong_result(steps: Steps, req: ReviewRequest) -> FixResul
 
 async def is_right(steps: Steps, req: ReviewRequest) -> ReviewResult:
     return await steps.llm(act.REVIEW_REWARD, req)
-'''
+"""
 
 
 @pytest.mark.timeout(300)

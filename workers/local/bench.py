@@ -22,6 +22,7 @@ PLANAR = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5")
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Train and evaluate the demo's reward locally; print one JSON line of figures."""
     p = argparse.ArgumentParser(prog="python -m workers.local.bench")
     p.add_argument("--env", default="HalfCheetah-v5")
     p.add_argument("--timesteps", type=int, default=300_000)

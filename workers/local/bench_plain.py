@@ -24,6 +24,9 @@ from activities.training.evaluation import PeriodicEval
 
 
 def train_plain(env_id: str, timesteps: int, eval_every: int, seed: int) -> dict[str, Any]:
+    """PPO with SB3's defaults on the env's own reward, evaluated every `eval_every` steps;
+    the "result" event (evaluations also printed as they happen)."""
+
     def emit(event: dict[str, Any]) -> None:
         print(json.dumps(event), flush=True)
 
@@ -49,6 +52,7 @@ def train_plain(env_id: str, timesteps: int, eval_every: int, seed: int) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: train, then print the result line."""
     p = argparse.ArgumentParser(prog="python -m workers.local.bench_plain")
     p.add_argument("--env", required=True, dest="env_id")
     p.add_argument("--timesteps", type=int, required=True)

@@ -7,7 +7,7 @@ episode of the env's own return, reset with the same seed, its time kept off the
 clock. Both sides update every 2048 samples (16 x 128 ours, SB3's n_steps 2048 plain), so
 they are evaluated at the same timesteps.
 
-- ours: the real confined child (`run_child("train", ...)`): our preset, FastDummyVecEnv +
+- ours: the real confined child (`run_child(job.TRAIN, ...)`): our preset, FastDummyVecEnv +
   VecNormalize, one torch thread, and a sandboxed reward file that rebuilds the env's reward
   from its info dict (checked against the env's reward before training).
 - plain: `python -m workers.local.bench_plain`: `PPO("MlpPolicy", gym.make(env_id))`
@@ -33,6 +33,7 @@ from typing import Any
 
 from activities.runner.protocol import ChildRequest
 from activities.runner.supervisor import REPO_ROOT, repo_pythonpath, run_child
+from activities.training import job
 from workers.local.train import _run_sync
 
 # Target evaluation returns (env's own reward, one deterministic episode).
@@ -84,6 +85,7 @@ class BenchError(RuntimeError):
 
 
 def reward_source(env_id: str) -> str:
+    """The reward file that rebuilds the env's own reward from its info dict."""
     return _REWARD_TEMPLATE.format(
         extra_keys=_EXTRA_KEYS.get(env_id, ()), constant=_CONSTANT.get(env_id, 0.0)
     )
@@ -128,6 +130,8 @@ def check_reward(env_id: str, steps: int = 200, seed: int = 0, tol: float = 1e-6
 def run_ours(
     env_id: str, timesteps: int, eval_every: int, seed: int, out_dir: Path, on_eval: OnEval
 ) -> dict[str, Any]:
+    """Our side: the real confined child trains on the rebuilt reward, evaluating as it goes;
+    its evaluations and settings."""
     req = ChildRequest(
         env_id=env_id,
         reward_source=reward_source(env_id),
@@ -141,7 +145,7 @@ def run_ours(
         if event.get("event") == "eval":
             on_eval("ours", event)
 
-    result = _run_sync(lambda: run_child("train", req, out_dir, on_event, stall_s=600))
+    result = _run_sync(lambda: run_child(job.TRAIN, req, out_dir, on_event, stall_s=600))
     lines = (out_dir / "metrics" / "evals.jsonl").read_text().splitlines()
     evals = [json.loads(line) for line in lines if line.strip()]
     hp = result["hyperparameters"]
@@ -157,6 +161,8 @@ def run_ours(
 def run_plain(
     env_id: str, timesteps: int, eval_every: int, seed: int, on_eval: OnEval
 ) -> dict[str, Any]:
+    """The plain SB3 side, run as `workers.local.bench_plain` in a process of its own; its
+    evaluations and settings."""
     cmd = [sys.executable, "-m", "workers.local.bench_plain", "--env", env_id]
     cmd += ["--timesteps", str(timesteps), "--eval-every", str(eval_every), "--seed", str(seed)]
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
@@ -217,6 +223,8 @@ def bench(
     seed: int = 0,
     on_eval: OnEval | None = None,
 ) -> dict[str, Any]:
+    """Both sides on the env, one after the other, and their figures side by side; BenchError
+    when the env's reward cannot be rebuilt or a side fails."""
     if timesteps <= 0:
         raise BenchError(f"timesteps must be positive (got {timesteps})")
     every = eval_every or max(1, timesteps // 10)

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from activities.runner.protocol import ChildFailed, ChildRequest
+from activities.runner.protocol import ChildFailed, ChildJob, ChildRequest
 from activities.runner.supervisor import run_child
 from activities.sandbox.static_check import SandboxViolation, check_source
+from activities.training import job
 from workers.local.train import _run_sync
 
 ZERO_REWARD = 'def reward_fn(obs, action, next_obs, info):\n    return 0.0, {"zero": 0.0}\n'
@@ -34,7 +35,7 @@ def _read(path: Path) -> str:
     return source
 
 
-def _run(mode: str, req: ChildRequest, scratch: Path) -> dict[str, Any]:
+def _run(mode: ChildJob, req: ChildRequest, scratch: Path) -> dict[str, Any]:
     try:
         return _run_sync(
             lambda: run_child(
@@ -49,7 +50,7 @@ def check_reward(path: Path, env_id: str, steps: int, scratch: Path) -> dict[str
     """{"steps", "term_magnitudes", "sandbox"} or CheckFailed."""
     source = _read(path)
     req = ChildRequest(env_id=env_id, reward_source=source, reward_filename=path.name, steps=steps)
-    return _run("validate", req, scratch)
+    return _run(job.VALIDATE, req, scratch)
 
 
 def check_judge(
@@ -67,4 +68,4 @@ def check_judge(
         judge_filename=path.name,
         steps=steps,
     )
-    return _run("validate_judge", req, scratch)
+    return _run(job.VALIDATE_JUDGE, req, scratch)

@@ -11,6 +11,7 @@ from typing import Any
 
 from activities.runner.protocol import ChildFailed, ChildRequest
 from activities.runner.supervisor import run_child
+from activities.training import job
 from activities.training.reward_runtime import RewardLoadError, parse_check
 
 OnProgress = Callable[[int, float | None], None]
@@ -49,7 +50,7 @@ def train_local(
     """
     check_reward_file(reward_path)
     out_dir = Path(out_dir).resolve()
-    common = {
+    common: dict[str, Any] = {
         "env_id": env_id,
         "reward_path": str(Path(reward_path).resolve()),
         "reward_filename": Path(reward_path).name,
@@ -63,8 +64,8 @@ def train_local(
             on_progress(int(event["timesteps"]), event.get("mean_return"))
 
     async def go() -> dict[str, Any]:
-        await run_child("train", train_req, out_dir, on_event, stall_s=600)
-        return await run_child("evaluate", eval_req, out_dir, timeout_s=1800)
+        await run_child(job.TRAIN, train_req, out_dir, on_event, stall_s=600)
+        return await run_child(job.EVALUATE, eval_req, out_dir, timeout_s=1800)
 
     try:
         evaluation = _run_sync(go)

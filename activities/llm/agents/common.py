@@ -44,6 +44,8 @@ def render_prompt(name: str, **values: str) -> str:
 
 @dataclass(frozen=True)
 class AgentAnswer:
+    """An agent's one call: its structured answer, the raw completion and its accounting."""
+
     arguments: dict[str, Any]  # the submit tool's arguments (or what the text fallback found)
     completion: Completion
     call: LLMCall
@@ -111,6 +113,8 @@ def ask(
 
 
 def submitted_arguments(completion: Completion, tool: ToolSpec) -> dict[str, Any]:
+    """The submit tool's arguments; failing that, JSON or a code block found in the text (else a
+    retryable LLMBadAnswer)."""
     for tc in completion.tool_calls:
         if tc.name == tool.name:
             return dict(tc.arguments)

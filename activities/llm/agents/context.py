@@ -6,16 +6,19 @@ from workflows.contracts.judging import Criterion, Judgment
 
 
 def env_text(env_id: str) -> str:
+    """The environment's spec (what reward and judge code can read), under a heading."""
     from activities.envs.spec import env_spec
 
     return f"# Environment {env_id}\n\n{env_spec(env_id).to_prompt()}"
 
 
 def intent_text(prompt: str) -> str:
+    """The user's prompt, under a heading: the behaviour every agent works toward."""
     return f"# The behaviour asked for\n\n{prompt.strip()}"
 
 
 def criteria_text(criteria: list[Criterion]) -> str:
+    """The judge's criteria as a list, so reward code and judges aim at the same targets."""
     lines = ["# Criteria the judge measures"]
     for c in criteria:
         tol = f" (tolerance {c.tolerance:g})" if c.direction == "near" else ""
@@ -27,6 +30,7 @@ def criteria_text(criteria: list[Criterion]) -> str:
 
 
 def judgment_text(j: Judgment, title: str = "Judgment") -> str:
+    """A judgment (score, diagnosis, each criterion measured) for an agent to reason about."""
     lines = [f"# {title}: score {j.score:.2f}, {'passed' if j.passed else 'not passed'}"]
     lines.append(j.diagnosis)
     for c in j.criteria:
@@ -40,8 +44,10 @@ def judgment_text(j: Judgment, title: str = "Judgment") -> str:
 
 
 def code_text(title: str, code: str) -> str:
+    """Code in a fenced block under a title, for an agent to read or correct."""
     return f"# {title}\n\n```python\n{code.rstrip()}\n```"
 
 
 def join(*parts: str) -> str:
+    """The non-empty parts of a user message, separated by blank lines."""
     return "\n\n".join(p for p in parts if p)

@@ -44,6 +44,7 @@ SUBMIT_CRITERIA = ToolSpec(
 
 
 def elicit(prompt: str, env_id: str, model: str) -> tuple[list[Criterion], LLMCall]:
+    """The criteria the judge will score, elicited from the model for this prompt and env."""
     system = render_prompt("elicitor", judge_contract=render_prompt("judge_contract"))
     answer = ask(
         "elicitor",

@@ -27,6 +27,7 @@ MAX_RESULT_CHARS = 12_000
 
 
 def dump(messages: list[Message]) -> str:
+    """A conversation as JSON, to keep in S3 between an agent's calls (media left out)."""
     # Media is left out: transcripts hold text turns only.
     turns = [
         {
@@ -41,6 +42,7 @@ def dump(messages: list[Message]) -> str:
 
 
 def load(text: str) -> list[Message]:
+    """A conversation saved by `dump`, to continue it."""
     return [
         Message(
             role=m["role"],
@@ -77,6 +79,8 @@ def continued(
 
 @dataclass
 class Turn:
+    """The outcome of one call of a multi-call agent: its submitted answer, or tool calls to run."""
+
     done: bool
     arguments: dict[str, Any] = field(default_factory=dict)  # the submit tool's, when done
     tool_calls: list[ToolCallRef] = field(default_factory=list)
@@ -148,6 +152,7 @@ def _ref(call: ToolCall) -> ToolCallRef:
 
 
 def tool_budget_note(round_: int, rounds: int) -> str:
+    """What to tell the model about the tool rounds it has left (none: submit now)."""
     left = rounds - round_
     if left <= 0:
         return "No more tool calls: submit your answer now."

@@ -78,6 +78,8 @@ SUBMIT_REVISION = ToolSpec(
 
 @dataclass(frozen=True)
 class RewardCode:
+    """A reward module as an agent submitted it, with its LaTeX, term names and summary."""
+
     code: str
     latex: str
     terms: list[str]
@@ -85,6 +87,7 @@ class RewardCode:
 
     @classmethod
     def from_args(cls, args: dict[str, Any], agent: str) -> RewardCode:
+        """From a submit tool's arguments; the code is required, the rest has defaults."""
         code = clean_code(require(args, "code", str, agent))
         terms = args.get("terms")
         return cls(
@@ -107,6 +110,8 @@ def author(
     candidate: int = 0,
     candidates: int = 1,
 ) -> tuple[RewardCode, LLMCall]:
+    """One reward candidate; candidates after the first are asked for a distinct design and
+    sampled warmer."""
     diversity = ""
     if candidates > 1:
         # Candidates are trained side by side: each should bet on a different design.
@@ -129,17 +134,21 @@ def author(
 
 @dataclass(frozen=True)
 class Review:
+    """The reviewer's verdict: notes, and corrected code unless the reward looked right."""
+
     notes: str
     corrected: RewardCode | None  # None: LGTM
 
     @property
     def lgtm(self) -> bool:
+        """True when the reviewer left the code as it was."""
         return self.corrected is None
 
 
 def review(
     prompt: str, env_id: str, criteria: list[Criterion], code: str, model: str
 ) -> tuple[Review, LLMCall]:
+    """The reviewer's one look at authored reward code before it is trained."""
     answer = ask(
         "reviewer",
         model,
@@ -162,6 +171,8 @@ def review(
 
 @dataclass(frozen=True)
 class Revision:
+    """The reviser's answer: new reward code, why, and what to train next (steps, base, config)."""
+
     reward: RewardCode
     diagnosis: str
     changes: str
@@ -189,6 +200,7 @@ def revision_opening(req: ReviseRequest, code: str) -> str:
 
 
 def revise_turn(model: str, messages: list[Message], final: bool) -> Turn:
+    """One call of the reviser, with its lookup tools unless it must submit now."""
     return take_turn(
         "reviser",
         model,
@@ -216,6 +228,8 @@ def revision_from(args: dict[str, Any], iterations: list[int], algo: str) -> Rev
 
 
 def history_text(history: list[IterationRecord], best: int | None) -> str:
+    """The session's iterations as a table (empty with nothing to compare), with a hint to rebase
+    on the best one."""
     if len(history) < 2 and best is None:
         return ""
     lines = [
@@ -247,6 +261,7 @@ def history_text(history: list[IterationRecord], best: int | None) -> str:
 
 
 def feedback_text(feedback: list[str]) -> str:
+    """What the person watching said, for the reviser to act on (empty if nothing)."""
     if not feedback:
         return ""
     said = "\n".join(f"- {line}" for line in feedback)
@@ -254,6 +269,7 @@ def feedback_text(feedback: list[str]) -> str:
 
 
 def training_text(t: TrainResult, timesteps: int, cap: int, algo: str = "ppo") -> str:
+    """How training went (steps, returns, per-term means, still rising or not), for the reviser."""
     means = ", ".join(f"{k} {v:+.3g}" for k, v in sorted(t.term_means.items()))
     ret = f"{t.mean_episode_return:.1f}" if t.mean_episode_return is not None else "-"
     env_ret = f"{t.mean_env_return:.1f}" if t.mean_env_return is not None else "-"

@@ -3,7 +3,7 @@ judge, after looking at the trajectory and the video with bounded tools."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from activities.llm.agents.common import answer_text, render_prompt
 from activities.llm.agents.context import intent_text, join, judgment_text
@@ -12,6 +12,9 @@ from activities.llm.agents.tool_specs import SYNTHESIZER_TOOLS
 from activities.llm.providers.base import Message, ToolSpec
 from workflows.contracts.llm import SynthesisRequest
 from workflows.contracts.tools import SYNTH_TOOL_ROUNDS
+
+# Which judge the synthesizer sided with (SynthesisResult.trusted).
+Trusted = Literal["trajectory", "video", "both"]
 
 SUBMIT_SYNTHESIS = ToolSpec(
     name="submit_synthesis",
@@ -39,6 +42,7 @@ ANSWER_QUESTION = ToolSpec(
 
 
 def opening(req: SynthesisRequest, episode_s: float | None = None) -> str:
+    """The synthesizer's first message: both judges' verdicts side by side, and its tool budget."""
     visual = [f"# Video judge: score {req.visual.score:.2f} (shown {req.visual.shown})"]
     looks = {c.name: c.look_for for c in req.visual_criteria}
     for v in req.visual.verdicts:
@@ -54,6 +58,7 @@ def opening(req: SynthesisRequest, episode_s: float | None = None) -> str:
 
 
 def synthesis_turn(model: str, messages: list[Message], final: bool) -> Turn:
+    """One call of the synthesizer, with its tools unless it must submit now."""
     return take_turn(
         "synthesizer",
         model,
@@ -65,15 +70,17 @@ def synthesis_turn(model: str, messages: list[Message], final: bool) -> Turn:
     )
 
 
-def settled(args: dict[str, Any]) -> tuple[float | None, str, str]:
+def settled(args: dict[str, Any]) -> tuple[float | None, Trusted, str]:
     """(score or None when unusable, trusted, diagnosis) from the submitted arguments."""
     score = args.get("score")
     value = float(score) if isinstance(score, int | float) and 0 <= score <= 1 else None
-    trusted = args.get("trusted") if args.get("trusted") in ("trajectory", "video") else "both"
+    said = args.get("trusted")
+    trusted: Trusted = said if said == "trajectory" or said == "video" else "both"
     return value, trusted, answer_text(args, "diagnosis", 600)
 
 
 def video_question(prompt: str, question: str, window: str) -> str:
+    """The video model's question about a window of the episode (the ask_video tool)."""
     return join(
         intent_text(prompt),
         f"# Question about {window} of the episode\n\n{question.strip()}",

@@ -62,6 +62,7 @@ SUBMIT_VISUAL_JUDGMENT = ToolSpec(
 
 
 def visual_criteria(prompt: str, model: str) -> tuple[list[dict[str, str]], LLMCall]:
+    """Two to five things to look for in a rollout video, derived from the prompt alone."""
     answer = ask(
         "vlm_criteria",
         model,
@@ -98,7 +99,8 @@ def judge_video(
     out = []
     for c in criteria:
         v = given.get(c["name"], {})
-        verdict = v.get("verdict") if v.get("verdict") in VERDICT_SCORES else "not_met"
+        said = v.get("verdict")
+        verdict = said if isinstance(said, str) and said in VERDICT_SCORES else "not_met"
         out.append(
             {
                 "name": c["name"],

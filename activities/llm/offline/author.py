@@ -14,6 +14,9 @@ from workflows.contracts.llm import ReviseRequest
 
 @dataclass(frozen=True)
 class Authored:
+    """What the offline author produced: the rendered reward, its criteria and the match behind
+    them."""
+
     reward: RenderedReward
     criteria: list[Criterion]
     match: Match
@@ -31,4 +34,5 @@ class OfflineAuthor:
         return Authored(reward=reward, criteria=match.criteria, match=match)
 
     def revise(self, req: ReviseRequest) -> Revision:
+        """Re-render the last template reward with parameters adjusted to the evidence."""
         return revise(req)

@@ -17,6 +17,8 @@ class NotExpressible(ValueError):
 
 @dataclass(frozen=True)
 class Intent:
+    """A prompt read as a behaviour family plus its modifiers (direction, speed, style)."""
+
     family: str  # locomotion, stand, squat, sit, spin, jump, balance, rear_up, reach
     direction: float = 1.0  # locomotion: +1 forward / -1 backward; spin: +1 ccw / -1 cw
     speed: str = "plain"  # locomotion: max, plain, slow, steady, exact
@@ -48,6 +50,7 @@ UNSUPPORTED = {
 
 
 def words(text: str) -> set[str]:
+    """The whitespace-separated words of a vocabulary literal, as a set."""
     return set(text.split())
 
 
@@ -133,11 +136,13 @@ def _stem(word: str) -> str:
 
 
 def tokenize(prompt: str) -> list[str]:
+    """Lower-cased words and numbers of a prompt ('2 m/s' -> '2', 'mps')."""
     text = prompt.lower().replace("m/s", " mps ").replace("-", " ")
     return re.findall(r"\d+(?:\.\d+)?|[a-z0-9]+", text)
 
 
 def families(tokens: list[str]) -> set[str]:
+    """The behaviour families a prompt's words name; the more specific wins where words overlap."""
     ws = set(tokens)
     stems = {_stem(w) for w in tokens}
     found: set[str] = set()
@@ -176,6 +181,8 @@ def families(tokens: list[str]) -> set[str]:
 
 
 def parse(prompt: str) -> Intent:
+    """The one behaviour a prompt asks for; NotExpressible when it names none, several, or a
+    style no template measures."""
     tokens = tokenize(prompt)
     if not tokens:
         raise NotExpressible("the prompt has no words")

@@ -9,6 +9,7 @@ which measurable criteria (metrics of activities/judging/metrics.py) judge the r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from activities.envs.catalog import ENVS, facts
 from workflows.contracts.judging import Criterion
@@ -23,6 +24,8 @@ _BONUS_TERMS = ("alive", "healthy")
 
 @dataclass(frozen=True)
 class TemplateSpec:
+    """A reward template: which envs it fits and which terms it can emit."""
+
     name: str  # templates/<name>.py.tmpl
     family: str
     envs: tuple[str, ...]
@@ -36,6 +39,8 @@ class TemplateSpec:
         return self.task_terms + self.penalties + self.bonuses
 
     def weight_param(self, term: str) -> str:
+        """The parameter that scales a term: <term>_bonus for constant bonuses, else
+        <term>_weight."""
         return f"{term}_bonus" if term in _BONUS_TERMS else f"{term}_weight"
 
 
@@ -175,22 +180,24 @@ def crit(
     description: str,
     metric: str,
     target: float,
-    direction: str = "at_least",
+    direction: Literal["at_least", "at_most", "near"] = "at_least",
     tolerance: float = 0.0,
     weight: float = 1.0,
 ) -> Criterion:
+    """A Criterion with its target and tolerance rounded, as the templates declare them."""
     return Criterion(
         name=name,
         description=description,
         metric=metric,
         target=round(target, 4),
-        direction=direction,  # type: ignore[arg-type]
+        direction=direction,
         tolerance=round(tolerance, 4),
         weight=weight,
     )
 
 
 def alive_criteria(env_id: str) -> list[Criterion]:
+    """Not falling, for envs that end the episode when the body falls (none otherwise)."""
     if not facts(env_id).terminates:
         return []
     return [
@@ -204,6 +211,7 @@ def alive_criteria(env_id: str) -> list[Criterion]:
 
 
 def upright_criteria(env_id: str) -> list[Criterion]:
+    """Staying upright, for bodies that can flip over (none otherwise)."""
     if env_id not in FLIPPABLE:
         return []
     return [
@@ -219,6 +227,8 @@ def upright_criteria(env_id: str) -> list[Criterion]:
 def locomotion_criteria(
     env_id: str, direction: float, target: float, exact: bool
 ) -> list[Criterion]:
+    """The speed criterion for moving forward or backward (at least, or near an exact target),
+    with staying healthy and upright."""
     word = "forward" if direction > 0 else "backward"
     metric = "mean_x_velocity" if direction > 0 else "mean_backward_velocity"
     if exact:

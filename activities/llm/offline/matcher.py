@@ -6,14 +6,16 @@ from dataclasses import dataclass, field
 
 from temporalio.exceptions import ApplicationError
 
+import activities.llm.offline.library as lib
 from activities.envs.catalog import ENVS, facts
-from activities.llm.offline import library as lib
 from activities.llm.offline.intents import Intent, NotExpressible, parse, verb_fits
 from workflows.contracts.judging import Criterion
 
 
 @dataclass(frozen=True)
 class Match:
+    """A template chosen for an intent on an env, with its parameters and criteria."""
+
     template: str
     family: str
     env_id: str
@@ -24,6 +26,8 @@ class Match:
 
 
 def not_supported(prompt: str, env_id: str, why: str) -> ApplicationError:
+    """The non-retryable refusal for a prompt no template expresses, with how to use an LLM
+    instead."""
     shown = " ".join(prompt.split())  # one line, whatever the prompt held
     return ApplicationError(
         f"the offline author (no LLM) cannot express '{shown}' on {env_id}: {why}; "

@@ -24,6 +24,8 @@ _TAG = re.compile(r"#\s*term:\s*(\w+)\s*$")
 
 @dataclass(frozen=True)
 class RenderedReward:
+    """Reward code rendered from a template, with what the UI and the reviser need to know of it."""
+
     code: str
     latex: str
     terms: list[str]
@@ -34,6 +36,7 @@ class RenderedReward:
 
 @cache
 def template_source(name: str) -> str:
+    """The source of templates/<name>.py.tmpl (cached)."""
     return (TEMPLATE_DIR / f"{name}.py.tmpl").read_text()
 
 
@@ -44,10 +47,12 @@ def num(value: float) -> str:
 
 
 def clean_params(params: dict[str, float]) -> dict[str, float]:
+    """Parameters rounded as `num` writes them, so rendered code and stored params agree."""
     return {k: float(num(v)) for k, v in params.items()}
 
 
 def included_terms(spec: TemplateSpec, params: dict[str, float]) -> list[str]:
+    """The template's terms whose weight is not zero: the ones the rendered code returns."""
     return [t for t in spec.terms if params.get(spec.weight_param(t), 1.0) != 0.0]
 
 

@@ -29,6 +29,9 @@ MAX_WEIGHT = 1e3
 
 @dataclass(frozen=True)
 class Revision:
+    """The offline reviser's answer: the re-rendered reward, the next training budget and what
+    changed."""
+
     reward: RenderedReward
     timesteps: int
     changes: str
@@ -107,6 +110,8 @@ def _notes(prompt: str, env_id: str) -> tuple[str, ...]:
 
 
 def revise(req: ReviseRequest) -> Revision:
+    """Adjust a template reward's parameters from the evidence (a dominating term, a fall, or
+    missed criteria) and grow the budget while returns still rise."""
     template = req.reward.template
     if template is None or template not in SPECS:
         raise ValueError(

@@ -6,7 +6,7 @@ The SDK (2.x) sends `anthropic-version: 2026-10-21` and the key as `Authorizatio
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anthropic
 
@@ -20,6 +20,9 @@ from activities.llm.providers.base import (
 )
 from activities.llm.providers.errors import reject_unsupported_media, translate_errors
 
+if TYPE_CHECKING:
+    from anthropic.types import MessageParam
+
 _STOP: dict[str, StopReason] = {
     "end_turn": "end",
     "stop_sequence": "end",
@@ -31,6 +34,8 @@ _STOP: dict[str, StopReason] = {
 
 
 class AnthropicProvider:
+    """Claude models through the Messages API; takes images, not video."""
+
     name = "anthropic"
     accepts_media: frozenset[str] = frozenset({"image"})
 
@@ -60,6 +65,7 @@ class AnthropicProvider:
         max_tokens: int = 4096,
         temperature: float | None = 0.0,
     ) -> Completion:
+        """One Messages API call; SDK errors become ApplicationErrors Temporal can act on."""
         reject_unsupported_media(self.name, self.accepts_media, messages)
         kwargs: dict[str, Any] = {}
         if system:
@@ -76,7 +82,8 @@ class AnthropicProvider:
             reply = self._client.messages.create(
                 model=self.model,
                 max_tokens=max_tokens,
-                messages=to_anthropic_messages(messages),
+                # Plain dicts in the API's wire shape; the SDK's TypedDicts only describe it.
+                messages=cast("list[MessageParam]", to_anthropic_messages(messages)),
                 **kwargs,
             )
         return _completion(reply)

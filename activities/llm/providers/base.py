@@ -22,6 +22,8 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class ToolCall:
+    """A tool call the model made, with its parsed arguments."""
+
     id: str
     name: str
     arguments: dict[str, Any]
@@ -29,6 +31,8 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ToolResult:
+    """Our answer to one of the model's tool calls, sent back in a tool turn."""
+
     tool_call_id: str
     content: str
     is_error: bool = False
@@ -60,6 +64,8 @@ class Message:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens one call used; input_tokens excludes cache reads, so the fields never overlap."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -70,6 +76,8 @@ StopReason = Literal["end", "tool_use", "max_tokens", "refusal", "other"]
 
 @dataclass(frozen=True)
 class Completion:
+    """A provider's reply in one shape: text, tool calls, usage and why it stopped."""
+
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)

@@ -147,7 +147,8 @@ def to_application_error(
 def _status_of(exc: BaseException) -> int | None:
     status_errors = _classes("anthropic", "APIStatusError") + _classes("openai", "APIStatusError")
     if status_errors and isinstance(exc, status_errors):
-        return int(exc.status_code)  # type: ignore[attr-defined]
+        status = getattr(exc, "status_code", None)  # the classes are looked up at runtime
+        return int(status) if status is not None else None
     genai = _classes("google.genai.errors", "APIError")
     if genai and isinstance(exc, genai):
         code = getattr(exc, "code", None)
@@ -184,7 +185,7 @@ def _error_object(body: object) -> dict[str, object]:
 def _body_of(exc: BaseException) -> object:
     genai = _classes("google.genai.errors", "APIError")
     if genai and isinstance(exc, genai):
-        return exc.details  # type: ignore[attr-defined]  # the parsed error JSON
+        return getattr(exc, "details", None)  # the parsed error JSON
     return getattr(exc, "body", None)
 
 
@@ -289,4 +290,5 @@ def reject_unsupported_media(
 
 
 def invalid_request(message: str) -> ApplicationError:
+    """A non-retryable error for a request the provider would refuse as it stands."""
     return ApplicationError(one_line(message), type=INVALID_REQUEST, non_retryable=True)

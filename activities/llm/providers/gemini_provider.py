@@ -46,6 +46,8 @@ _STOP: dict[str, StopReason] = {
 
 
 class GeminiProvider:
+    """Gemini models through google-genai; the one provider that takes video."""
+
     name = "gemini"
     accepts_media: frozenset[str] = frozenset({"image", "video"})
 
@@ -83,6 +85,7 @@ class GeminiProvider:
         max_tokens: int = 4096,
         temperature: float | None = 0.0,
     ) -> Completion:
+        """One generate_content call; SDK errors become ApplicationErrors Temporal can act on."""
         reject_unsupported_media(self.name, self.accepts_media, messages)
         config = types.GenerateContentConfig(
             system_instruction=system or None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import openai
 
@@ -21,6 +21,9 @@ from activities.llm.providers.base import (
     Usage,
 )
 from activities.llm.providers.errors import reject_unsupported_media, translate_errors
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 # Reasoning models reject any temperature but the default.
 _NO_TEMPERATURE_PREFIXES = ("o1", "o3", "o4", "gpt-5")
@@ -35,6 +38,9 @@ _STOP: dict[str, StopReason] = {
 
 
 class OpenAIProvider:
+    """OpenAI models, or any OpenAI-compatible server (vLLM, Ollama, llama.cpp), via Chat
+    Completions."""
+
     accepts_media: frozenset[str] = frozenset({"image"})
 
     def __init__(
@@ -66,6 +72,7 @@ class OpenAIProvider:
         max_tokens: int = 4096,
         temperature: float | None = 0.0,
     ) -> Completion:
+        """One Chat Completions call; SDK errors become ApplicationErrors Temporal can act on."""
         reject_unsupported_media(self.name, self.accepts_media, messages)
         kwargs: dict[str, Any] = {}
         if tools:
@@ -91,13 +98,15 @@ class OpenAIProvider:
         ):
             kwargs["temperature"] = temperature
         with translate_errors(self.name, self.model, self._key_vars, self._key):
-            reply = self._client.chat.completions.create(
-                model=self.model, messages=to_openai_messages(messages, system), **kwargs
-            )
+            # Plain dicts in the API's wire shape; the SDK's TypedDicts only describe it.
+            wire = cast("list[ChatCompletionMessageParam]", to_openai_messages(messages, system))
+            reply = self._client.chat.completions.create(model=self.model, messages=wire, **kwargs)
         return _completion(reply)
 
 
 def to_openai_messages(messages: list[Message], system: str | None) -> list[dict[str, Any]]:
+    """Our turns as Chat Completions messages: the system prompt first, one message per tool
+    result."""
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for m in messages:
         if m.role == "tool":

@@ -45,6 +45,8 @@ BASE_URL_VARS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class ProviderChoice:
+    """Which provider serves a model name, and which variables hold its key and base URL."""
+
     provider: str  # "anthropic", "openai", "gemini" or "openai-compatible"
     model: str  # the name the provider knows (without the "openai-compatible:" prefix)
     key_vars: tuple[str, ...]
@@ -117,6 +119,7 @@ def _missing_key(choice: ProviderChoice, model_name: str) -> str | None:
 
 
 def timeout_s() -> float:
+    """Seconds per provider call from POLICYFORGE_LLM_TIMEOUT_S, else the default."""
     raw = _env(TIMEOUT_VAR)
     if raw is None:
         return DEFAULT_TIMEOUT_S

@@ -11,9 +11,10 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.artifacts import ArtifactStore
 from activities.judging.activities import judge_rollout
-from activities.judging.judge_runtime import JudgeLoadError, check_judgment
 from activities.runner.protocol import ChildFailed, ChildRequest
 from activities.runner.supervisor import run_child
+from activities.sandbox.judge_code import JudgeLoadError, check_judgment
+from activities.training.job import VALIDATE_JUDGE
 from tests.activities.training.rewards import RUN_FORWARD
 from workflows.contracts.judging import Criterion, JudgeRequest
 
@@ -67,13 +68,13 @@ async def test_validate_judge_runs_it_on_a_random_episode_in_the_child(tmp_path:
         criteria=CRITERIA,
         steps=50,
     )
-    result = await run_child("validate_judge", req, tmp_path / "ok", timeout_s=120)
+    result = await run_child(VALIDATE_JUDGE, req, tmp_path / "ok", timeout_s=120)
     assert result["steps"] == 50
     assert set(result["judgment"]["criteria"]) == set(CRITERIA)
 
     broken = req.model_copy(update={"judge_source": BROKEN_JUDGE})
     with pytest.raises(ChildFailed) as info:
-        await run_child("validate_judge", broken, tmp_path / "bad", timeout_s=120)
+        await run_child(VALIDATE_JUDGE, broken, tmp_path / "bad", timeout_s=120)
     assert info.value.reward_fault
     assert info.value.message.startswith("judge_fn.py line 3: KeyError")
 

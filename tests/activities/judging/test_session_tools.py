@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.artifacts import ArtifactStore, iteration_prefix
+from activities.artifacts import ArtifactStore
 from activities.judging.session_tools import session_tool
 from tests.builders import FORWARD_REWARD, run_record
 from workflows.contracts.judging import CriterionScore, Judgment
+from workflows.contracts.keys import iteration_prefix
 from workflows.contracts.session import IterationRecord
 from workflows.contracts.tools import ToolCallRef, ToolOutcome, ToolRequest
 

@@ -18,12 +18,13 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.artifacts import ArtifactStore, iteration_prefix, run_prefix
+from activities.artifacts import ArtifactStore
 from activities.judging.session_tools import session_tool
 from activities.llm.activities import revise_reward
 from tests.builders import FORWARD_REWARD, RUN_NAME, run_record
 from tests.fakes.llm_server import FakeLLMServer, Recorded, Tools
 from workflows.contracts.judging import Criterion, CriterionScore, Judgment
+from workflows.contracts.keys import iteration_prefix, run_prefix
 from workflows.contracts.llm import ReviseRequest, ReviseResult
 from workflows.contracts.session import IterationEvidence, IterationRecord
 from workflows.contracts.tools import ToolRequest

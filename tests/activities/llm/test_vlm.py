@@ -11,7 +11,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.artifacts import ArtifactStore
-from activities.judging.frames import sample_frames
+from activities.llm.frames import sample_frames
 from activities.llm.judging_activities import vlm_criteria, vlm_judge
 from activities.training.rollout import Mp4Writer
 from tests.fakes.llm_server import FakeLLMServer, Tools

@@ -14,6 +14,7 @@ import pytest
 from activities.envs.catalog import facts
 from activities.runner.protocol import ChildFailed, ChildRequest
 from activities.runner.supervisor import run_child
+from activities.training.job import TRAIN, VALIDATE
 from activities.training.reward_runtime import RewardLoadError
 from tests.activities.training.rewards import BAD_SUM, NAN, PRINTS, RAISES_LINE_7, RUN_FORWARD
 from workers.local.train import train_local
@@ -28,7 +29,7 @@ def _req(source: str, **kw) -> ChildRequest:
 
 async def test_validate_reports_term_magnitudes(tmp_path: Path):
     # PRINTS writes to stdout from the reward: the progress stream must survive it.
-    result = await run_child("validate", _req(PRINTS, steps=32), tmp_path)
+    result = await run_child(VALIDATE, _req(PRINTS, steps=32), tmp_path)
     assert result["ok"] and result["steps"] == 32
     assert set(result["term_magnitudes"]) == {"forward"}
     assert result["term_magnitudes"]["forward"] > 0
@@ -45,7 +46,7 @@ async def test_validate_reports_term_magnitudes(tmp_path: Path):
 )
 async def test_validate_blames_the_reward_in_one_line(tmp_path: Path, source: str, expected: str):
     with pytest.raises(ChildFailed) as err:
-        await run_child("validate", _req(source, steps=8), tmp_path)
+        await run_child(VALIDATE, _req(source, steps=8), tmp_path)
     assert err.value.reward_fault
     assert expected in err.value.message and "\n" not in err.value.message
     assert json.loads((tmp_path / "result.json").read_text())["ok"] is False
@@ -60,7 +61,7 @@ async def test_cancel_kills_the_child_promptly(tmp_path: Path):
 
     task = asyncio.create_task(
         run_child(
-            "train", _req(RUN_FORWARD, timesteps=10**7, progress_interval_s=0.2), tmp_path, on_event
+            TRAIN, _req(RUN_FORWARD, timesteps=10**7, progress_interval_s=0.2), tmp_path, on_event
         )
     )
     await asyncio.wait_for(seen.wait(), 60)

@@ -737,13 +737,14 @@ def run_case():
         ESCAPES.append("trainer objects " + ",".join(sorted(set(found))))
     trainer = [m for m in sys.modules
                if m.startswith(("activities.training.ppo", "activities.training.vec_env",
-                                "stable_baselines3", "torch", "activities.runner.child"))]
+                                "stable_baselines3", "torch", "activities.runner.child",
+                                "activities.training.job", "activities.judging.job"))]
     if trainer:
         ESCAPES.append("trainer modules " + ",".join(sorted(trainer)[:5]))
     main = sys.modules.get("__main__")
     where = str(getattr(main, "__file__", "")) + " " + str(getattr(main, "__spec__", ""))
     RESULTS.append(("__main__", where[:200]))
-    if "training" in where or "runner" in where:
+    if "training" in where or "judging" in where or "runner" in where:
         ESCAPES.append("__main__ is the trainer")
     attempt("import activities.training.ppo",
             lambda: importlib.import_module("activities.training.ppo"))

@@ -8,6 +8,7 @@ import pytest
 
 from activities.runner.protocol import ChildFailed, ChildRequest
 from activities.runner.supervisor import run_child
+from activities.training.job import VALIDATE_JUDGE
 from tests.activities.sandbox.corpus import CANARY
 
 ZERO = 'def reward_fn(obs, action, next_obs, info):\n    return 0.0, {"zero": 0.0}\n'
@@ -53,7 +54,7 @@ async def _validate_judge(judge: str, reward: str, scratch: Path) -> dict:
     req = ChildRequest(
         env_id="Hopper-v5", reward_source=reward, judge_source=judge, steps=60, seed=1
     )
-    return await run_child("validate_judge", req, scratch, timeout_s=180)
+    return await run_child(VALIDATE_JUDGE, req, scratch, timeout_s=180)
 
 
 async def test_writes_to_info_and_state_reach_neither_the_trainer_nor_the_robot(tmp_path):

@@ -39,9 +39,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from activities.judging import job as judging_job
 from activities.runner.protocol import ChildFailed, ChildRequest
 from activities.runner.supervisor import run_child
 from activities.sandbox import layers
+from activities.training import job as training_job
 from tests.activities.sandbox.hostile_os import CANARY_PREFIX, CASES, ESCAPE_MARKER, Case, source
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -70,6 +72,8 @@ SECRET_VARS = ("ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY", "
 # in training it writes the first three itself).
 OUT_FILES = ["summary.json", "model.zip", "vecnormalize.npz", "vecnormalize.pkl", "keep.txt"]
 TRAINER_WRITES = {"summary.json", "model.zip", "vecnormalize.npz"}
+
+JOBS = {"judge": judging_job.JUDGE, "train": training_job.TRAIN, "validate": training_job.VALIDATE}
 
 BENIGN = (
     "def reward_fn(obs, action, next_obs, info):\n"
@@ -379,7 +383,7 @@ async def run(mode: str, req: ChildRequest, out: Path, events: list[dict[str, An
     result: dict[str, Any] | None = None
     failed: ChildFailed | None = None
     try:
-        result = await run_child(mode, req, out, events.append, timeout_s=CASE_LIMIT_S + 30)
+        result = await run_child(JOBS[mode], req, out, events.append, timeout_s=CASE_LIMIT_S + 30)
     except ChildFailed as exc:
         failed = exc
     return result, failed, time.monotonic() - started
@@ -498,7 +502,7 @@ async def test_hostile_code_is_contained_by_the_os_layers(
 
 async def test_a_benign_run_lists_every_layer(tmp_path: Path) -> None:
     req = ChildRequest(env_id=ENV_ID, reward_source=BENIGN, steps=8)
-    result = await run_child("validate", req, tmp_path, timeout_s=120)
+    result = await run_child(training_job.VALIDATE, req, tmp_path, timeout_s=120)
     assert result["ok"]
     assert sorted(result["sandbox"]) == sorted(ALL_LAYERS) == sorted(layers.LAYERS)
     assert "sandbox_missing" not in result
@@ -511,7 +515,7 @@ async def test_a_missing_required_layer_is_refused_unless_accepted(
     monkeypatch.delenv(layers.ALLOW_MISSING_VAR, raising=False)
     req = ChildRequest(env_id=ENV_ID, reward_source=BENIGN, steps=8)
     with pytest.raises(ChildFailed) as refused:
-        await run_child("validate", req, tmp_path / "refused", timeout_s=120)
+        await run_child(training_job.VALIDATE, req, tmp_path / "refused", timeout_s=120)
     assert refused.value.sandbox_unavailable
     assert not refused.value.reward_fault
     assert "landlock-fs" in refused.value.message
@@ -519,7 +523,7 @@ async def test_a_missing_required_layer_is_refused_unless_accepted(
     assert "\n" not in refused.value.message
 
     monkeypatch.setenv(layers.ALLOW_MISSING_VAR, "landlock-fs")
-    result = await run_child("validate", req, tmp_path / "accepted", timeout_s=120)
+    result = await run_child(training_job.VALIDATE, req, tmp_path / "accepted", timeout_s=120)
     assert result["ok"]
     assert "landlock-fs" not in result["sandbox"]
     assert "landlock-fs" in result["sandbox_missing"]

@@ -11,8 +11,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.artifacts import ArtifactStore, run_prefix
+from activities.artifacts import ArtifactStore
 from activities.training.activities import evaluate_policy, train_policy, validate_reward
+from workflows.contracts.keys import run_prefix
 from workflows.contracts.training import EvalRequest, TrainProgress, TrainRequest, ValidateRequest
 
 from .rewards import RAISES_LINE_7, RUN_FORWARD

@@ -9,6 +9,7 @@ from stable_baselines3 import SAC, TD3
 
 from activities.runner.protocol import ChildRequest
 from activities.runner.supervisor import run_child
+from activities.training.job import EVALUATE, TRAIN
 from tests.activities.training.rewards import RUN_FORWARD
 
 
@@ -17,7 +18,7 @@ async def test_off_policy_run_trains_evaluates_and_replays(tmp_path, algo, cls):
     train = ChildRequest(
         env_id="HalfCheetah-v5", reward_source=RUN_FORWARD, timesteps=600, algo=algo
     )
-    summary = await run_child("train", train, tmp_path, timeout_s=300)
+    summary = await run_child(TRAIN, train, tmp_path, timeout_s=300)
     assert summary["timesteps_done"] >= 600
     assert summary["hyperparameters"]["algo"] == algo
     rows = [json.loads(x) for x in (tmp_path / "metrics/scalars.jsonl").read_text().splitlines()]
@@ -32,7 +33,7 @@ async def test_off_policy_run_trains_evaluates_and_replays(tmp_path, algo, cls):
         max_steps=20,
         record_video=False,
     )
-    result = await run_child("evaluate", evaluate, tmp_path, timeout_s=120)
+    result = await run_child(EVALUATE, evaluate, tmp_path, timeout_s=120)
     assert result["episode_length"] == 20
 
 
@@ -45,13 +46,13 @@ async def test_a_resumed_off_policy_run_keeps_the_metrics_before_its_checkpoint(
         algo="sac",
         checkpoint_every=300,
     )
-    await run_child("train", train, first, timeout_s=300)
+    await run_child(TRAIN, train, first, timeout_s=300)
     checkpoint = first / "checkpoints" / "step_300"
     before = (checkpoint / "scalars.jsonl").read_text().splitlines()
     assert before, "the checkpoint holds the metrics so far"
 
     again = train.model_copy(update={"resume_dir": str(checkpoint)})
-    summary = await run_child("train", again, second, timeout_s=300)
+    summary = await run_child(TRAIN, again, second, timeout_s=300)
     assert summary["resumed_from_timesteps"] == 300 and summary["timesteps_done"] >= 600
     after = (second / "metrics/scalars.jsonl").read_text().splitlines()
     # The resumed run's metrics go on from the checkpoint's: earlier lines first, then more.

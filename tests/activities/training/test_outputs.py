@@ -10,6 +10,7 @@ from tensorboardX.proto import event_pb2
 
 from activities.runner.protocol import ChildRequest
 from activities.runner.supervisor import run_child
+from activities.training.job import TRAIN
 from tests.activities.training.rewards import RUN_FORWARD
 
 
@@ -37,7 +38,7 @@ async def test_training_leaves_scalars_tensorboard_and_eval_checkpoints(tmp_path
         max_steps=20,
     )
     events: list[dict] = []
-    await run_child("train", req, tmp_path, events.append, timeout_s=300)
+    await run_child(TRAIN, req, tmp_path, events.append, timeout_s=300)
 
     rows = [
         json.loads(line) for line in (tmp_path / "metrics/scalars.jsonl").read_text().splitlines()

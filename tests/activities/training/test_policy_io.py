@@ -25,6 +25,7 @@ from activities.runner.protocol import ChildRequest
 from activities.runner.supervisor import run_child
 from activities.training import policy_io, rollout
 from activities.training.checkpoints import resume, save_policy, warm_start
+from activities.training.job import TRAIN
 from activities.training.offpolicy import PRESETS, _build
 from activities.training.ppo import build_model
 from activities.training.presets import preset_for
@@ -364,12 +365,12 @@ async def test_a_ppo_checkpoint_resumes_through_the_child(tmp_path):
     train = ChildRequest(
         env_id=ENV, reward_source=RUN_FORWARD, timesteps=4096, checkpoint_every=2048
     )
-    await run_child("train", train, first, timeout_s=300)
+    await run_child(TRAIN, train, first, timeout_s=300)
     checkpoint = first / "checkpoints" / "step_2048"
     assert {p.name for p in checkpoint.iterdir()} >= {"model.zip", "vecnormalize.npz"}
     assert not list(first.rglob("*.pkl")), "no pickle among the artifacts"
 
     again = train.model_copy(update={"resume_dir": str(checkpoint)})
-    summary = await run_child("train", again, second, timeout_s=300)
+    summary = await run_child(TRAIN, again, second, timeout_s=300)
     assert summary["resumed_from_timesteps"] == 2048 and summary["timesteps_done"] >= 4096
     assert policy_io.load_model("ppo", second / "model.zip").num_timesteps >= 4096

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from tests.builders import run_record
-from workers.watch import report
+from workers.render import report
 from workflows.contracts.session import IterationRecord, SessionResult, SessionStatus
 from workflows.details import details_markdown
 

@@ -1,48 +1,24 @@
-"""Following a running session: live progress, and the final report."""
+"""What the session commands print: progress lines, the status summary and the final report.
+
+Pure output: everything here takes what the session client (`workers/sessions.py`) fetched and
+writes it to a rich Console, so the text can be checked without a server.
+"""
 
 from __future__ import annotations
-
-import asyncio
-import json
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus
 
 from workflows.contracts.session import IterationRecord, SessionResult, SessionStatus
 from workflows.contracts.usage import LLMUsage
 
 
-async def live_timesteps(handle: WorkflowHandle) -> tuple[int | None, Any]:
-    """Timesteps of running training activities, from their heartbeats (mean over seeds)."""
-    desc = await handle.describe()
-    steps = []
-    for pending in desc.raw_description.pending_activities:
-        if pending.activity_type.name != "train_policy" or not pending.heartbeat_details.payloads:
-            continue
-        try:
-            details = json.loads(pending.heartbeat_details.payloads[0].data)
-            steps.append(int(details["timesteps"]))
-        except (ValueError, KeyError, TypeError):
-            continue
-    return (sum(steps) // len(steps) if steps else None), desc.status
-
-
-async def query_status(handle: WorkflowHandle) -> SessionStatus | None:
-    from workflows.session import SessionWorkflow
-
-    try:
-        return await handle.query(SessionWorkflow.status)
-    except Exception:  # noqa: BLE001 - no worker yet, or workflow not started: show nothing
-        return None
-
-
-async def follow(handle: WorkflowHandle, console: Console, poll_s: float = 1.0) -> SessionResult:
-    """Show stage, iteration and timesteps until the session ends; return its result."""
-    progress = Progress(
+def session_progress(console: Console) -> Progress:
+    """The progress bar `policyforge run` shows while following a session (timesteps)."""
+    return Progress(
         TextColumn("{task.description}", markup=False),
         BarColumn(),
         TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
@@ -50,30 +26,14 @@ async def follow(handle: WorkflowHandle, console: Console, poll_s: float = 1.0) 
         console=console,
         transient=False,
     )
-    task = progress.add_task("starting", total=1)
-    last_line = ""
-    with progress:
-        while True:
-            status = await query_status(handle)
-            steps, wf_status = await live_timesteps(handle)
-            if wf_status != WorkflowExecutionStatus.RUNNING:
-                break
-            if status is not None:
-                done = status.timesteps_done if steps is None else steps
-                if status.stage in ("validating", "authoring", "revising"):
-                    done = 0
-                desc = f"{status.stage:<10} iteration {status.iteration}/{status.max_iterations}"
-                if status.best_score is not None:
-                    desc += f"  best {status.best_score:.2f}"
-                # PPO rounds the budget up to whole rollouts: never show 200,704/200,000.
-                total = status.timesteps_target
-                progress.update(task, description=desc, completed=min(done, total), total=total)
-                line = f"{status.stage} iteration {status.iteration}"
-                if line != last_line and not console.is_terminal:
-                    console.print(f"  {desc}")
-                last_line = line
-            await asyncio.sleep(poll_s)
-    return await handle.result()
+
+
+def progress_description(status: SessionStatus) -> str:
+    """The progress bar's label: 'training   iteration 2/5  best 0.61'."""
+    desc = f"{status.stage:<10} iteration {status.iteration}/{status.max_iterations}"
+    if status.best_score is not None:
+        desc += f"  best {status.best_score:.2f}"
+    return desc
 
 
 def usage_line(usage: LLMUsage, training_seconds: float) -> str:
@@ -91,6 +51,52 @@ def usage_line(usage: LLMUsage, training_seconds: float) -> str:
     return f"{llm}; training {training_seconds / 60:.1f} min"
 
 
+def print_status(
+    console: Console,
+    session_id: str,
+    workflow_status: WorkflowExecutionStatus | None,
+    status: SessionStatus | None,
+    ui_link: str,
+) -> None:
+    """`policyforge status` on a session that has not completed: stage, budget, what it waits
+    for, and one line per judged iteration (only the Web UI link when it cannot be queried)."""
+    state = workflow_status.name.lower() if workflow_status else "?"
+    console.print(f"session {session_id}: {state}")
+    if status:
+        console.print(
+            f"  stage {status.stage}, iteration {status.iteration}/{status.max_iterations}, "
+            f"author {status.model_label}, best score "
+            + (f"{status.best_score:.2f}" if status.best_score is not None else "-")
+        )
+        if status.stage in ("training", "evaluating", "judging"):
+            console.print(f"  timesteps {status.timesteps_done:,} / {status.timesteps_target:,}")
+        console.print(f"  {usage_line(status.llm_usage, status.training_seconds)}")
+        if status.awaiting_approval is not None:
+            console.print(
+                f"  waiting for approval of iteration {status.awaiting_approval}: "
+                f"policyforge approve {session_id}  (or --reject --note ...)"
+            )
+            for reward in status.pending_rewards:
+                console.print(f"    {reward.key}  {reward.latex}")
+        if status.feedback_pending:
+            console.print(f"  feedback waiting for the next revision: {status.feedback_pending}")
+        for error in status.signal_errors[-3:]:
+            console.print(f"  {error}")
+        for rec in status.iterations:
+            console.print(f"  iter {rec.iteration}: score {rec.score:.2f}  {rec.diagnosis}")
+    console.print(f"  {ui_link}")
+
+
+def print_result(result: SessionResult, console: Console, *, as_json: bool, ui_link: str) -> None:
+    """A finished session's result: as JSON on stdout for scripts, else the report for people."""
+    if as_json:
+        print(result.model_dump_json(indent=2))
+        return
+    from activities.artifacts import bucket_name
+
+    report(result, console, bucket_name(), ui_link)
+
+
 def _revision_note(rec: IterationRecord) -> str:
     """How the reviser got to this iteration's reward: what it changed, from which iteration,
     after looking at what."""
@@ -105,6 +111,8 @@ def _revision_note(rec: IterationRecord) -> str:
 
 
 def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -> None:
+    """The final report: one table row per iteration, the verdict, spend, and where the best
+    policy's files are (s3:// keys, a presigned video link when credentials allow)."""
     table = Table(title=f"session {result.session_id}", show_lines=False)
     for col in ("iter", "timesteps", "score", "passed", "diagnosis"):
         table.add_column(col, overflow="fold")

@@ -19,7 +19,7 @@ def sample_frames(
     """n frames spread over the video, or over [start_s, end_s] of it (first and last
     included), as JPEG bytes no wider or taller than `size`: what models that take images but
     not video are shown. Videos play in real time, so seconds here are episode seconds."""
-    with av.open(io.BytesIO(mp4)) as container:
+    with av.open(io.BytesIO(mp4), mode="r") as container:
         stream = container.streams.video[0]
         fps = float(stream.average_rate or 30)
         frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]

@@ -1,7 +1,8 @@
-"""Loading LLM-written judge code and checking what it returns.
+"""Loading LLM-written judge code and checking what it returns: the mirror of `reward_code`.
 
 `load_judge` runs only in the sandbox process (`activities.sandbox.host`); `check_judgment` runs
-there and again on the trusted side, which never takes the sandbox's word for the format.
+there and again on the trusted side (`client.judge_all`), which never takes the sandbox's word
+for the format.
 
 The contract (DESIGN.md): `judge_fn(trajectory) -> {"score": float in [0, 1], "criteria":
 {name: score}, "diagnosis": str, "failure_tags": [str]}`; the trajectory is a dict of read-only
@@ -31,6 +32,7 @@ JUDGE_CALL_BUDGET_S = 60.0  # one call judges a whole episode (up to 1000 steps)
 
 
 def judge_budget_s() -> float:
+    """Seconds one judge_fn call may take (POLICYFORGE_SANDBOX_JUDGE_CALL_S overrides it)."""
     return guards.budget_from_env("POLICYFORGE_SANDBOX_JUDGE_CALL_S", JUDGE_CALL_BUDGET_S)
 
 
@@ -75,6 +77,7 @@ def load_trajectory(src: bytes | str | Path) -> dict[str, np.ndarray]:
 
 
 def _unit(value: Any, what: str) -> float:
+    """A score in [0, 1] (a hair outside is rounding, clamped); JudgeLoadError otherwise."""
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -113,5 +116,8 @@ def check_judgment(out: Any, criteria: list[str]) -> dict[str, Any]:
     }
 
 
-def run_judge(source: str, filename: str, trajectory: dict[str, np.ndarray], criteria: list[str]):
+def run_judge(
+    source: str, filename: str, trajectory: dict[str, np.ndarray], criteria: list[str]
+) -> dict[str, Any]:
+    """Load judge code and judge one trajectory in this process: a checked judgment."""
     return check_judgment(load_judge(source, filename)(trajectory), criteria)

@@ -1,0 +1,167 @@
+"""The training stage's runner: reward code validated, trained under and evaluated, and judge
+code tried on a random episode.
+
+    python -m activities.training.job MODE --request REQ.json --out DIR
+
+MODE: validate, train, evaluate (reward code), validate_judge (judge code, on an episode scored
+by the session's reward). The harness (`activities.runner.child`) does the rest: the sandbox
+process for the generated code, the confinement, result.json. Supervisors start a mode by its
+`ChildJob` (`VALIDATE`, `TRAIN`, `EVALUATE`, `VALIDATE_JUDGE`); importing this module for them
+is light (no torch, SB3 or gymnasium: the handlers import what they need).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from activities.runner import child
+from activities.runner.protocol import ChildJob, ChildRequest
+from activities.training.run_spec import EvalJob, TrainJob
+
+if TYPE_CHECKING:
+    from activities.training.reward_runtime import Rewards
+
+MODULE = "activities.training.job"
+VALIDATE = ChildJob(MODULE, "validate")
+TRAIN = ChildJob(MODULE, "train")
+EVALUATE = ChildJob(MODULE, "evaluate")
+VALIDATE_JUDGE = ChildJob(MODULE, "validate_judge")
+
+
+def _rewards(req: ChildRequest, run: child.Run) -> Rewards:
+    """The session's reward: in the sandbox; in-process only for the benchmark's own reward."""
+    from activities.sandbox.client import SandboxRewards
+    from activities.training.reward_runtime import LocalRewards, load_reward
+
+    source = req.reward_source
+    if source is None:
+        if req.reward_path is None:
+            raise ValueError(f"{run.mode} needs reward_source or reward_path")
+        source = Path(req.reward_path).read_text()
+    # Validation rejects a NaN reward outright; training zeroes and counts the odd one.
+    strict = run.mode == "validate"
+    if req.unguarded:
+        from activities.runner.baseline_reward import RUN_FORWARD
+
+        if source != RUN_FORWARD:
+            raise ValueError("unguarded runs take only bench-sandbox's own reward")
+        return LocalRewards(load_reward(source, req.reward_filename, strict=strict, guarded=False))
+    return SandboxRewards(
+        run.sandbox(), source, req.reward_filename, strict=strict, python_layers=req.python_layers
+    )
+
+
+def _one_torch_thread() -> None:
+    """One core per run: a second torch thread gives nothing and collapses under load."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def train_job(req: ChildRequest, out: Path) -> TrainJob:
+    """The training run a request asks for."""
+    return TrainJob(
+        env_id=req.env_id,
+        timesteps=req.timesteps,
+        seed=req.seed,
+        out_dir=out,
+        algo=req.algo,
+        ppo_overrides=req.ppo,
+        env_kwargs=req.env_kwargs,
+        progress_interval_s=req.progress_interval_s,
+        checkpoint_every=req.checkpoint_every,
+        resume_dir=Path(req.resume_dir) if req.resume_dir else None,
+        init_dir=Path(req.init_dir) if req.init_dir else None,
+        eval_every=req.eval_every,
+        eval_checkpoint_episodes=req.eval_checkpoint_episodes,
+        eval_max_steps=req.max_steps,
+    )
+
+
+def eval_job(req: ChildRequest, out: Path) -> EvalJob:
+    """The evaluation a request asks for (the policy defaults to the output folder's)."""
+    return EvalJob(
+        env_id=req.env_id,
+        model_path=Path(req.model_path) if req.model_path else out / "model.zip",
+        vecnormalize_path=(
+            Path(req.vecnormalize_path) if req.vecnormalize_path else out / "vecnormalize.npz"
+        ),
+        out_dir=out,
+        seed=req.seed,
+        max_steps=req.max_steps,
+        record_video=req.record_video,
+        video_size=req.video_size,
+        env_kwargs=req.env_kwargs,
+        algo=req.algo,
+    )
+
+
+def _validate(req: ChildRequest, run: child.Run) -> dict[str, Any]:
+    from activities.training.validate import validate
+
+    return validate(req.env_id, _rewards(req, run), req.steps, req.seed, req.env_kwargs)
+
+
+def _train(req: ChildRequest, run: child.Run) -> dict[str, Any]:
+    _one_torch_thread()
+    reward = _rewards(req, run)
+    job = train_job(req, run.out)
+    if job.algo != "ppo":
+        from activities.training import offpolicy
+
+        return offpolicy.train(job, reward, run.emit)
+    from activities.training import ppo
+
+    return ppo.train(job, reward, run.emit)
+
+
+def _evaluate(req: ChildRequest, run: child.Run) -> dict[str, Any]:
+    from activities.training.rollout import evaluate
+
+    _one_torch_thread()
+    return evaluate(eval_job(req, run.out), _rewards(req, run))
+
+
+def _validate_judge(req: ChildRequest, run: child.Run) -> dict[str, Any]:
+    from activities.sandbox.client import judge_all
+    from activities.training.rollout import random_trajectory
+
+    trajectory = random_trajectory(req.env_id, _rewards(req, run), req.steps, req.seed)
+    if req.judge_source is None:
+        raise ValueError("judge modes need judge_source")
+    [judged] = judge_all(
+        run.sandbox(),
+        req.judge_source,
+        req.judge_filename,
+        [trajectory],
+        req.criteria,
+        python_layers=req.python_layers,
+    )
+    return {"steps": len(trajectory["action"]), "judgment": judged}
+
+
+_ENV = ("gymnasium.envs.mujoco", "activities.training.sim")
+_POLICY = ("torch", "stable_baselines3", "activities.training.rollout")
+MODES: dict[str, child.ModeSpec] = {
+    "validate": child.ModeSpec(
+        _validate, (*_ENV, "activities.training.validate"), short=True, unguarded_ok=True
+    ),
+    "train": child.ModeSpec(
+        _train,
+        (
+            *_ENV,
+            *_POLICY,
+            "activities.training.ppo",
+            "activities.training.offpolicy",
+            "tensorboardX",
+        ),
+        unguarded_ok=True,
+    ),
+    "evaluate": child.ModeSpec(_evaluate, (*_ENV, *_POLICY), unguarded_ok=True),
+    "validate_judge": child.ModeSpec(_validate_judge, (*_ENV, *_POLICY), short=True),
+}
+
+if __name__ == "__main__":
+    sys.exit(child.main(MODULE, MODES))

@@ -1,0 +1,51 @@
+"""Checking a command's input before anything runs or connects.
+
+Bad input ends the command with one line, `error: ...`, that names every problem at once, so a
+person fixes them in one go and a session with bad input never reaches the server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workflows.contracts.session import ENV_IDS, input_errors
+
+
+def env_errors(env_id: str) -> list[str]:
+    """The one-line --env error, or none for a known environment."""
+    if env_id in ENV_IDS:
+        return []
+    return [f"--env: unknown environment {env_id!r}; choose one of {', '.join(ENV_IDS)}"]
+
+
+def exit_on(errors: list[str]) -> None:
+    """Bad input ends the command with one line naming every problem."""
+    if errors:
+        raise SystemExit("error: " + "; ".join(errors))
+
+
+def check_session_input(data: dict[str, Any]) -> None:
+    """Validate a session's input before connecting: bad input never reaches the server.
+
+    Besides the SessionInput rules: the offline author must have a template for the prompt,
+    and an LLM model must be known and have its provider's key set.
+    """
+    from temporalio.exceptions import ApplicationError
+
+    from activities.llm.provider import check_model, is_offline
+
+    errors = input_errors(data)
+    if not errors and is_offline(data["llm_model"]):
+        from activities.llm.offline import match_intent
+
+        try:
+            match_intent(data["prompt"], data["env_id"])
+        except ApplicationError as exc:
+            errors.append(f"prompt: {exc.message}")
+    elif not errors:
+        try:
+            check_model(data["llm_model"])  # unknown model, or its key is not set
+        except ApplicationError as exc:
+            message = exc.message
+            errors.append(message if message.startswith("llm_model") else f"--llm: {message}")
+    exit_on(errors)

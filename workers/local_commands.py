@@ -1,0 +1,152 @@
+"""The CLI side of the commands that need no server: `train`, `check-reward` / `check-judge`,
+`bench-sandbox` and `bench-train`.
+
+Each checks its arguments (one-line errors), calls the work in `workers/local/`, and prints
+what came back; the benches end with one JSON line for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from workers.input_checks import env_errors, exit_on
+from workflows.contracts.keys import MODEL, TRAJECTORY, VECNORMALIZE, VIDEO
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    """`policyforge train`: one local training run with a reward file, progress as it goes."""
+    from activities.training.reward_runtime import RewardLoadError
+    from workers.local.train import check_reward_file, train_local
+
+    errors = env_errors(args.env_id)
+    if args.timesteps <= 0:
+        errors.append(f"--timesteps: must be a positive integer (got {args.timesteps})")
+    if not args.reward_file.is_file():
+        errors.append(f"reward file {args.reward_file} does not exist")
+    else:
+        try:
+            check_reward_file(args.reward_file)
+        except RewardLoadError as exc:
+            errors.append(str(exc))
+    exit_on(errors)
+    out = args.out or Path("runs") / f"{args.reward_file.stem}-{args.env_id}-{uuid.uuid4().hex[:6]}"
+    console = Console(soft_wrap=True)
+    console.print(f"training {args.env_id} for {args.timesteps:,} steps with {args.reward_file}")
+
+    def on_progress(steps: int, mean_return: float | None) -> None:
+        ret = f"  mean return {mean_return:.1f}" if mean_return is not None else ""
+        console.print(f"  {steps:>9,} / {args.timesteps:,} steps{ret}")
+
+    try:
+        summary = train_local(
+            args.reward_file, args.env_id, args.timesteps, args.seed, out, on_progress
+        )
+    except RewardLoadError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    console.print(f"done in {summary.get('wall_seconds', 0):.0f}s; outputs in {out}/")
+    for name in (MODEL, VECNORMALIZE, VIDEO, TRAJECTORY):
+        if (out / name).exists():
+            console.print(f"  {out / name}")
+
+
+def cmd_check(args: argparse.Namespace) -> None:
+    """`policyforge check-reward` / `check-judge`: a file's static check and a short random
+    rollout in the sandbox; the reward's term magnitudes, or the judge's verdict."""
+    import tempfile
+
+    from workers.local.checks import CheckFailed, check_judge, check_reward
+
+    exit_on(env_errors(args.env_id))
+    if args.steps <= 0:
+        raise SystemExit(f"error: --steps: must be a positive integer (got {args.steps})")
+    console = Console(soft_wrap=True)
+    with tempfile.TemporaryDirectory(prefix="pf-check-") as scratch:
+        try:
+            if args.command == "check-reward":
+                out = check_reward(args.file, args.env_id, args.steps, Path(scratch))
+            else:
+                out = check_judge(args.file, args.env_id, args.steps, Path(scratch), args.reward)
+        except CheckFailed as exc:
+            raise SystemExit(f"error: {exc}") from None
+    from activities.sandbox.layers import describe
+
+    console.print(f"{args.file}: OK on {args.env_id} ({out['steps']} random-action steps)")
+    console.print(
+        "  sandbox layers: " + describe(out.get("sandbox", []), out.get("sandbox_missing", {}))
+    )
+    if args.command == "check-reward":
+        console.print("  term              mean |value| per step")
+        for name, value in out["term_magnitudes"].items():
+            console.print(f"  {name:<17} {value:.4g}")
+    else:
+        judged = out["judgment"]
+        console.print(f"  score {judged['score']:.3f} on a random policy: {judged['diagnosis']}")
+        for name, value in judged["criteria"].items():
+            console.print(f"  {name:<17} {value:.3f}")
+
+
+def cmd_bench_sandbox(args: argparse.Namespace) -> None:
+    """`policyforge bench-sandbox`: env and training throughput with and without the sandbox."""
+    import json
+
+    from workers.local.bench_sandbox import bench
+
+    exit_on(env_errors(args.env_id))
+    console = Console(soft_wrap=True)
+    console.print(
+        f"{args.env_id}: {args.repeats} x (random steps {args.steps:,}, PPO {args.timesteps:,} "
+        "steps), guarded and unguarded alternating; medians:"
+    )
+    out = bench(args.env_id, args.timesteps, args.steps, args.repeats)
+    console.print(f"  {'':<26}{'unguarded':>12}{'guarded':>12}{'overhead':>10}")
+    for metric, label in (
+        ("env_steps_per_s", "env steps/s (random)"),
+        ("train_steps_per_s", "PPO training steps/s"),
+    ):
+        row = out[metric]
+        console.print(
+            f"  {label:<26}{row['unguarded']:>12,.0f}{row['guarded']:>12,.0f}"
+            f"{row['overhead_pct']:>9.1f}%"
+        )
+    print(json.dumps(out))
+
+
+def cmd_bench_train(args: argparse.Namespace) -> None:
+    """`policyforge bench-train`: our trainer against a plain SB3 script on the env's reward,
+    an eval line as each side goes, then the comparison table."""
+    import json
+
+    from activities.runner.protocol import ChildFailed
+    from workers.local.bench_train import BenchError, bench, table
+
+    errors = env_errors(args.env_id)
+    if args.timesteps <= 0:
+        errors.append(f"--timesteps: must be a positive integer (got {args.timesteps})")
+    if args.eval_every is not None and args.eval_every <= 0:
+        errors.append(f"--eval-every: must be a positive integer (got {args.eval_every})")
+    exit_on(errors)
+    console = Console(soft_wrap=True)
+    every = args.eval_every or max(1, args.timesteps // 10)
+    console.print(
+        f"{args.env_id}: {args.timesteps:,} steps each, ours then plain SB3, seed {args.seed}; "
+        f"one deterministic episode every {every:,} steps (env's own return)"
+    )
+
+    def on_eval(side: str, ev: dict[str, Any]) -> None:
+        console.print(
+            f"  {side:<5} {ev['timesteps']:>10,} steps  eval return {ev['eval_return']:>10,.1f}"
+            f"  train wall {ev['train_wall_s']:>7,.1f} s"
+        )
+
+    try:
+        out = bench(args.env_id, args.timesteps, args.target, every, args.seed, on_eval)
+    except (BenchError, ChildFailed) as exc:
+        raise SystemExit(f"error: {exc}") from None
+    for line in table(out):
+        console.print("  " + line, highlight=False)
+    print(json.dumps(out))

@@ -1,0 +1,204 @@
+"""The session client: what the CLI and the demo do to a session on Temporal.
+
+Start a session and follow it to its result, query a running one's status, and steer it with
+the workflow's updates (approve, feedback, abort, extend). Every failure a person can cause
+(no such session, an update the workflow refuses) ends the command with a one-line error;
+the text these commands print is in `workers/render.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from rich.console import Console
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+
+from workers.client import connect
+from workers.render import print_result, print_status, progress_description, session_progress
+from workers.settings import Settings
+from workflows.contracts.queues import task_queue
+from workflows.contracts.session import SessionResult, SessionStatus
+
+
+def workflow_id_for(prompt: str) -> str:
+    """A readable, unique workflow id from the prompt: 'pf-run-forward-1a2b3c4d'."""
+    slug = re.sub(r"[^a-z0-9]+", "-", prompt.lower()).strip("-")[:32].strip("-")
+    return f"pf-{slug}-{uuid.uuid4().hex[:8]}"
+
+
+async def start_and_follow(
+    data: dict[str, Any], *, workflow_id: str | None, detach: bool, as_json: bool
+) -> SessionResult | None:
+    """Start a SessionWorkflow with `data` (a SessionInput's fields) and, unless detached,
+    follow it live and print its result; None when detached."""
+    from temporalio.client import WorkflowFailureError
+
+    settings = Settings()
+    console = Console(stderr=as_json, soft_wrap=True)
+    client = await connect(settings)
+    wid = workflow_id or workflow_id_for(data["prompt"])
+    if settings.queue_prefix != "policyforge":
+        data = {**data, "queue_prefix": settings.queue_prefix}
+    handle = await client.start_workflow(
+        "SessionWorkflow",
+        data,
+        id=wid,
+        task_queue=task_queue("llm", settings.queue_prefix),
+        result_type=SessionResult,
+    )
+    console.print(f"session {wid} started  ({settings.ui_link(wid)})")
+    if detach:
+        console.print(f"follow it with: policyforge status {wid}")
+        return None
+    try:
+        result = await follow(handle, console)
+    except WorkflowFailureError as exc:
+        cause = exc.cause
+        message = getattr(cause, "message", None) or str(cause or exc)
+        raise SystemExit(f"error: session {wid} failed: {message}") from None
+    print_result(result, console, as_json=as_json, ui_link=settings.ui_link(wid))
+    return result
+
+
+async def show_status(session_id: str, as_json: bool) -> None:
+    """`policyforge status`: a completed session's result, else its live status."""
+    settings = Settings()
+    client = await connect(settings)
+    handle = client.get_workflow_handle(session_id, result_type=SessionResult)
+    try:
+        desc = await handle.describe()
+    except Exception as exc:  # noqa: BLE001 - RPCError NOT_FOUND and friends
+        raise SystemExit(f"error: no session {session_id!r} on {settings.address}: {exc}") from None
+    console = Console(soft_wrap=True)
+    ui_link = settings.ui_link(session_id)
+    if desc.status == WorkflowExecutionStatus.COMPLETED:
+        print_result(await handle.result(), console, as_json=as_json, ui_link=ui_link)
+        return
+    status = await query_status(handle)
+    if status is not None and status.stage == "training":
+        # The workflow learns timesteps when a run ends; running runs heartbeat them.
+        steps, _ = await live_timesteps(handle)
+        if steps is not None:
+            status = status.model_copy(update={"timesteps_done": steps})
+    if as_json:
+        print(status.model_dump_json(indent=2) if status else "null")
+        return
+    print_status(console, session_id, desc.status, status, ui_link)
+
+
+async def live_timesteps(
+    handle: WorkflowHandle[Any, Any],
+) -> tuple[int | None, WorkflowExecutionStatus | None]:
+    """Timesteps of running training activities, from their heartbeats (mean over seeds),
+    and the workflow's execution status."""
+    desc = await handle.describe()
+    steps = []
+    for pending in desc.raw_description.pending_activities:
+        if pending.activity_type.name != "train_policy" or not pending.heartbeat_details.payloads:
+            continue
+        try:
+            details = json.loads(pending.heartbeat_details.payloads[0].data)
+            steps.append(int(details["timesteps"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return (sum(steps) // len(steps) if steps else None), desc.status
+
+
+async def query_status(handle: WorkflowHandle[Any, Any]) -> SessionStatus | None:
+    """The session's status query, or None while it cannot answer (no worker yet)."""
+    from workflows.session import SessionWorkflow
+
+    try:
+        return await handle.query(SessionWorkflow.status)
+    except Exception:  # noqa: BLE001 - no worker yet, or workflow not started: show nothing
+        return None
+
+
+async def follow(
+    handle: WorkflowHandle[Any, SessionResult], console: Console, poll_s: float = 1.0
+) -> SessionResult:
+    """Show stage, iteration and timesteps until the session ends; return its result."""
+    progress = session_progress(console)
+    task = progress.add_task("starting", total=1)
+    last_line = ""
+    with progress:
+        while True:
+            status = await query_status(handle)
+            steps, wf_status = await live_timesteps(handle)
+            if wf_status != WorkflowExecutionStatus.RUNNING:
+                break
+            if status is not None:
+                done = status.timesteps_done if steps is None else steps
+                if status.stage in ("validating", "authoring", "revising"):
+                    done = 0
+                desc = progress_description(status)
+                # PPO rounds the budget up to whole rollouts: never show 200,704/200,000.
+                total = status.timesteps_target
+                progress.update(task, description=desc, completed=min(done, total), total=total)
+                line = f"{status.stage} iteration {status.iteration}"
+                if line != last_line and not console.is_terminal:
+                    console.print(f"  {desc}")
+                last_line = line
+            await asyncio.sleep(poll_s)
+    return await handle.result()
+
+
+async def approve(session_id: str, *, reject: bool = False, note: str = "") -> str:
+    """Approve (or reject, with a note) the reward waiting at the session's approval gate."""
+    from workflows.contracts.steering import ApprovalDecision
+    from workflows.session import SessionWorkflow
+
+    decision = ApprovalDecision(approve=not reject, note=note)
+    return await _update(
+        session_id, "approve", lambda h: h.execute_update(SessionWorkflow.approve_reward, decision)
+    )
+
+
+async def give_feedback(session_id: str, text: str) -> str:
+    """Feedback for the reviser to take into the session's next iteration."""
+    from workflows.session import SessionWorkflow
+
+    return await _update(
+        session_id, "feedback", lambda h: h.execute_update(SessionWorkflow.give_feedback, text)
+    )
+
+
+async def abort(session_id: str, reason: str) -> str:
+    """Stop the session: running work is cancelled, the best policy so far is kept."""
+    from workflows.session import SessionWorkflow
+
+    return await _update(
+        session_id, "abort", lambda h: h.execute_update(SessionWorkflow.abort, reason)
+    )
+
+
+async def extend(session_id: str, iterations: int) -> str:
+    """Allow the session this many more iterations."""
+    from workflows.session import SessionWorkflow
+
+    return await _update(
+        session_id, "extend", lambda h: h.execute_update(SessionWorkflow.extend, iterations)
+    )
+
+
+async def _update(
+    session_id: str, command: str, send: Callable[[WorkflowHandle[Any, Any]], Awaitable[str]]
+) -> str:
+    """One update on a running session; its answer, or the validator's reason as an error."""
+    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.service import RPCError
+
+    client = await connect(Settings())
+    handle = client.get_workflow_handle(session_id)
+    try:
+        return await send(handle)
+    except WorkflowUpdateFailedError as exc:
+        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+        raise SystemExit(f"error: {command} refused: {cause}") from None
+    except RPCError as exc:
+        raise SystemExit(f"error: session {session_id!r}: {exc.message}") from None
