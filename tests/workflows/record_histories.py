@@ -2,13 +2,17 @@
 
     python -m tests.workflows.record_histories
 
-Run it after a deliberate change to SessionWorkflow's sequence of commands (and say so in the
-commit): the replay test exists to catch the changes that are not deliberate.
+They land in `histories/<release>/` (the project's version in pyproject.toml). Run it when a
+release is cut: every later version must still replay them, since sessions that release
+started may still be running when the next one is deployed (README, "Deploying a new version").
+Within a release, re-record only after a deliberate change to SessionWorkflow's commands (and
+say so in the commit); the replay test exists to catch the changes that are not deliberate.
 """
 
 from __future__ import annotations
 
 import asyncio
+import tomllib
 import uuid
 from pathlib import Path
 
@@ -22,7 +26,9 @@ from workflows import search
 from workflows.contracts.steering import ApprovalDecision
 from workflows.session import SessionWorkflow
 
-HISTORIES = Path(__file__).parent / "histories"
+ROOT = Path(__file__).resolve().parents[2]
+RELEASE = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+HISTORIES = Path(__file__).parent / "histories" / RELEASE
 
 
 async def _approval(env: WorkflowEnvironment) -> str:
@@ -84,7 +90,7 @@ async def main() -> None:
         search_attributes=search.KEYS,
     )
     try:
-        HISTORIES.mkdir(exist_ok=True)
+        HISTORIES.mkdir(parents=True, exist_ok=True)
         for name, scenario in (
             ("approval", _approval),
             ("feedback", _feedback),

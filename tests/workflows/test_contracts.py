@@ -3,12 +3,13 @@ context, and the S3 key layout."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 from workflows.contracts import keys, llm
-from workflows.contracts.context import PromptContext, SessionContext
+from workflows.contracts.context import Contract, PromptContext, SessionContext, UserInput
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("numpy", "torch", "gymnasium", "boto3", "botocore", "mujoco", "activities")
@@ -55,3 +56,56 @@ def test_key_layout():
     assert keys.folder_of(keys.turn_key(folder, 3)) == folder
     assert keys.tool_result_key(folder, 1, 2) == folder + "tool_1_2.txt"
     assert keys.checkpoint_key(prefix, 5000) == prefix + "checkpoints/step_5000/"
+
+
+def _contract_classes() -> list[type]:
+    import importlib
+    import pkgutil
+
+    import workflows.contracts as package
+
+    found: dict[str, type] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"workflows.contracts.{info.name}")
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, Contract)
+                and value.__module__ == module.__name__
+            ):
+                found[value.__qualname__] = value
+    return list(found.values())
+
+
+def test_payloads_from_a_newer_release_decode_here():
+    """A field a later release adds must not break this release's workers on a payload it
+    wrote (a session in flight during a deploy); what a person types stays strict."""
+    from workflows.contracts.training import ValidateResult
+
+    payload = ValidateResult(ok=False, error="boom").model_dump(mode="json")
+    decoded = ValidateResult.model_validate_json(json.dumps({**payload, "added_later": 1}))
+    assert decoded == ValidateResult(ok=False, error="boom")
+    lenient = [c for c in _contract_classes() if not issubclass(c, UserInput)]
+    assert len(lenient) > 40
+    assert all(c.model_config.get("extra") == "ignore" for c in lenient)
+
+
+def test_what_a_person_types_rejects_unknown_fields_naming_them():
+    from pydantic import ValidationError
+
+    from workflows.contracts.session import SessionInput, input_errors
+    from workflows.contracts.steering import ApprovalDecision
+
+    strict = {c.__name__ for c in _contract_classes() if issubclass(c, UserInput)}
+    assert strict == {"UserInput", "SessionInput", "ApprovalDecision"}
+    base = {"prompt": "run forward", "env_id": "HalfCheetah-v5"}
+    assert input_errors({**base, "timestep": 5}) == [
+        "timestep: unknown field; remove it (see SessionInput, workflows/contracts/session.py)"
+    ]
+    assert SessionInput.model_validate(base).prompt == "run forward"
+    try:
+        ApprovalDecision.model_validate({"approve": True, "nite": "x"})
+    except ValidationError as exc:
+        assert exc.errors()[0]["loc"] == ("nite",)
+    else:
+        raise AssertionError("an unknown approval field was accepted")

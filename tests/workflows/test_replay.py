@@ -1,9 +1,10 @@
-"""Recorded session histories replay against the current workflow code: a change that breaks
-determinism (and would break every running session on deploy) fails here.
-Re-record deliberately with `python -m tests.workflows.record_histories`."""
+"""Histories recorded by every earlier release replay against the current workflow code: a
+change that breaks determinism (and would break the sessions in flight on deploy) fails here.
+Record a release's histories with `python -m tests.workflows.record_histories`."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -13,17 +14,28 @@ from temporalio.worker import Replayer
 
 from workflows.session import SessionWorkflow
 
-HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+ROOT = Path(__file__).resolve().parents[2]
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*/*.json"))
+# approval, feedback and abort; the first run of a session that continued as new; its second
+# run, with the reviser's and the synthesizer's tools.
+KINDS = {"approval", "feedback", "aborted", "continued", "tools"}
 
 
-def test_every_kind_of_session_is_recorded():
-    # approval, feedback and abort; the first run of a session that continued as new; its
-    # second run, with the reviser's and the synthesizer's tools.
-    kinds = {"approval", "feedback", "aborted", "continued", "tools"}
-    assert {p.stem for p in HISTORIES} == kinds
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+def test_the_previous_release_recorded_every_kind_of_session():
+    current = _release(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])
+    earlier = sorted(
+        (_release(p.parent.name), p.stem) for p in HISTORIES if _release(p.parent.name) < current
+    )
+    assert earlier, "no histories recorded by an earlier release"
+    previous = earlier[-1][0]
+    assert {stem for release, stem in earlier if release == previous} == KINDS
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[f"{p.parent.name}/{p.stem}" for p in HISTORIES])
 async def test_history_replays_against_the_current_code(path: Path):
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     replayer = Replayer(workflows=[SessionWorkflow], data_converter=pydantic_data_converter)

@@ -21,7 +21,17 @@ def is_offline(model: str) -> bool:
 
 
 class Contract(BaseModel):
-    """Extra fields are rejected: a typo in a payload fails loudly instead of doing nothing."""
+    """The base of every payload between the workflow and the activities. Fields it does not
+    know are ignored: a worker of one release must decode what a worker of the next release
+    wrote (a field added there), or a deploy would break the sessions in flight. What a person
+    types is stricter (`UserInput`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class UserInput(Contract):
+    """What a person sends (a session's input, an approval): an unknown field is rejected with
+    a one-line error naming it, so a typo never silently does nothing."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
-from workflows.contracts.context import OFFLINE_MODEL, Contract
+from workflows.contracts.context import OFFLINE_MODEL, Contract, UserInput
 from workflows.contracts.judging import Criterion, JudgeCode, Judgment, VisualCriteria
 from workflows.contracts.queues import DEFAULT_QUEUE_PREFIX
 from workflows.contracts.training import MAX_CONFIGS, RewardArtifact, TrainResult
@@ -51,7 +51,7 @@ Stage = Literal[
 ]
 
 
-class SessionInput(Contract):
+class SessionInput(UserInput):
     """What a person asks for. Extra fields are rejected so a typo never silently does nothing."""
 
     prompt: str

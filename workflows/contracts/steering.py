@@ -7,13 +7,13 @@ name (workflows/steering.py).
 
 from __future__ import annotations
 
-from workflows.contracts.context import Contract
+from workflows.contracts.context import UserInput
 
 MAX_FEEDBACK_CHARS = 2000  # one feedback text
 MAX_EXTEND = 20  # iterations one extend adds
 
 
-class ApprovalDecision(Contract):
+class ApprovalDecision(UserInput):
     """What a person answers at an approval gate (`approve_reward` update or `approve` signal)."""
 
     approve: bool = True
