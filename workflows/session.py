@@ -47,6 +47,21 @@ with workflow.unsafe.imports_passed_through():
     from workflows.steps import Steps
 
 
+# Patches (README, "Deploying a new version"): what changed, for the sessions already running.
+FAILED_STAGE_PATCH = "failed-stage-and-reason"
+
+
+def failure_line(exc: BaseException) -> str:
+    """The innermost cause's message, on one line: what failed, not where it surfaced."""
+    while True:
+        inner = getattr(exc, "cause", None) or exc.__cause__
+        if not isinstance(inner, BaseException):
+            break
+        exc = inner
+    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return " ".join(message.split())[:500]
+
+
 @dataclass
 class Plan:
     """What one iteration trains, and how it came about (its record keeps these)."""
@@ -117,9 +132,11 @@ class SessionWorkflow:
         except BudgetExhausted as exc:
             note = str(exc)
             workflow.logger.info("budget exhausted", extra={"session_id": session_id})
-        except (asyncio.CancelledError, ActivityError):
+        except (asyncio.CancelledError, ActivityError, ApplicationError) as exc:
             # Cancelled activities surface as either, depending on where the loop was waiting.
             if steering.abort_reason is None:
+                if not isinstance(exc, asyncio.CancelledError):
+                    self._failed(exc)
                 raise
         if steering.abort_reason is not None:
             note = f"aborted: {steering.abort_reason}"
@@ -373,6 +390,13 @@ class SessionWorkflow:
         if steering.abort_reason is not None:
             await workflow.wait_condition(lambda: False)  # run() cancels this loop
         state.stage("training", iteration=iteration, pending_rewards=[])
+
+    def _failed(self, exc: ActivityError | ApplicationError) -> None:
+        """The one line that says why the session failed, in its status and the Web UI's
+        details. Behind a patch: sessions that failed before this release replay (queries on
+        them) without the stage change this makes."""
+        if workflow.patched(FAILED_STAGE_PATCH):
+            self.state.stage("failed", note=f"failed: {failure_line(exc)}")
 
     def _result(self, note: str | None, aborted: bool = False) -> SessionResult:
         state = self.state

@@ -16,6 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tests.builders import start_session
+from workflows import search
 from workflows.contracts import keys as layout
 from workflows.contracts.judging import (
     Criterion,
@@ -92,6 +93,8 @@ class Script:
     # The synthesizer (judges disagree): its tool calls in round 0, then the score it settles.
     synth_tools: list[tuple[str, dict]] = field(default_factory=list)
     settle_score: float | None = None
+    # The elicitor fails for good with this message (e.g. the LLM worker has no provider key).
+    elicit_error: str | None = None
     calls: dict[str, list] = field(default_factory=dict)
 
     def log(self, name: str, req) -> None:
@@ -114,6 +117,8 @@ class Script:
         @activity.defn(name="elicit_criteria")
         async def elicit_criteria(req: ElicitRequest) -> ElicitResult:
             script.log("elicit_criteria", req)
+            if script.elicit_error:
+                raise ApplicationError(script.elicit_error, non_retryable=True)
             return ElicitResult(
                 criteria=CRITERIA,
                 model_label="offline (no LLM)" if req.llm_model == "offline" else req.llm_model,
@@ -430,6 +435,20 @@ async def test_reward_that_does_not_run_fails_the_session_with_its_error(
     assert isinstance(cause, ApplicationError) and cause.type == "RewardInvalid"
     assert "NameError: name 'vx' is not defined" in cause.message
     assert "train_policy" not in script.calls
+
+
+async def test_a_failed_session_says_why_in_its_status(temporal_env, queue_prefix):
+    """The reason is in the status (what `policyforge status` and the Web UI details show) and
+    the stage search attribute, not only in the history's failure event."""
+    script = Script(scores=[1.0], elicit_error="ANTHROPIC_API_KEY is not set on the LLM worker")
+    async with session(temporal_env, queue_prefix, script, llm_model="claude-x") as handle:
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+        status = await handle.query(SessionWorkflow.status)
+        described = await handle.describe()
+    assert status.stage == "failed"
+    assert status.note == "failed: ANTHROPIC_API_KEY is not set on the LLM worker"
+    assert described.typed_search_attributes[search.STAGE] == "failed"
 
 
 @pytest.mark.parametrize(
