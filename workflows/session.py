@@ -62,6 +62,13 @@ def failure_line(exc: BaseException) -> str:
     return " ".join(message.split())[:500]
 
 
+def _count_session(outcome: str) -> None:
+    """Sessions by outcome, for the workers' Prometheus endpoint (not counted on replay)."""
+    workflow.metric_meter().create_counter(
+        "policyforge_sessions", "sessions ended, by outcome", "sessions"
+    ).add(1, {"outcome": outcome})
+
+
 @dataclass
 class Plan:
     """What one iteration trains, and how it came about (its record keeps these)."""
@@ -397,6 +404,7 @@ class SessionWorkflow:
         them) without the stage change this makes."""
         if workflow.patched(FAILED_STAGE_PATCH):
             self.state.stage("failed", note=f"failed: {failure_line(exc)}")
+        _count_session("failed")
 
     def _result(self, note: str | None, aborted: bool = False) -> SessionResult:
         state = self.state
@@ -410,6 +418,7 @@ class SessionWorkflow:
         else:
             status = "passed" if best is not None and best.passed else "not_passed"
         state.stage("done", note=note)
+        _count_session(status)
         return SessionResult(
             session_id=state.session_id,
             status=status,
