@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.contracts import activities as act
-    from workflows.contracts import keys
+    from workflows.contracts import keys, timeouts
     from workflows.contracts.activities import ActivityRef
     from workflows.contracts.judging import Criterion, JudgeCode, JudgeRequest, Judgment
     from workflows.contracts.llm import (
@@ -63,8 +63,6 @@ Kind = Literal["reward", "judge"]
 LLM_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=2))
 TRAIN_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=5))
 SHORT_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
-# Above the providers' own 300 s request timeout (POLICYFORGE_LLM_TIMEOUT_S).
-LLM_TIMEOUT = timedelta(minutes=6)
 
 
 def _still_invalid(
@@ -84,12 +82,6 @@ def _still_invalid(
     )
 
 
-def train_timeout(timesteps: int) -> timedelta:
-    """The training activity's deadline: generous (a slow laptop does ~300 steps/s on the
-    heaviest envs), since heartbeats catch a hung run long before it."""
-    return timedelta(seconds=600 + timesteps / 100)
-
-
 class Steps:
     """The session's activity calls; each reads the session's input and state."""
 
@@ -105,20 +97,21 @@ class Steps:
         ref: ActivityRef[Req, Res],
         arg: Req,
         *,
-        timeout: timedelta,
         retry: RetryPolicy,
         summary: str | None = None,
-        heartbeat: timedelta | None = None,
+        deadline: timeouts.Deadline | None = None,
     ) -> Res:
-        """One activity on its pool's queue, typed by its reference."""
+        """One activity on its pool's queue, typed by its reference, with its deadlines from
+        the one table both sides read (workflows/contracts/timeouts.py)."""
+        deadline = deadline or timeouts.for_activity(ref.name)
         result: Res = await workflow.execute_activity(
             ref.name,
             arg,
             result_type=ref.result,
             task_queue=task_queue(ref.pool, self.inp.queue_prefix),
             summary=summary or ref.summary,
-            start_to_close_timeout=timeout,
-            heartbeat_timeout=heartbeat,
+            start_to_close_timeout=deadline.start_to_close,
+            heartbeat_timeout=deadline.heartbeat,
             retry_policy=retry,
         )
         return result
@@ -129,7 +122,6 @@ class Steps:
             ref,
             arg,
             summary=f"{ref.summary} ({self.inp.llm_model})",
-            timeout=LLM_TIMEOUT,
             retry=LLM_RETRY,
         )
         self.accounting.llm(getattr(result, "usage", None))
@@ -187,7 +179,7 @@ class Steps:
         return JudgeCode(key=fixes[-1].key, summary=judge.summary) if fixes else judge
 
     async def _validate(self, ref: ActivityRef[Req, ValidateResult], req: Req) -> ValidateResult:
-        return await self.call(ref, req, timeout=timedelta(minutes=3), retry=SHORT_RETRY)
+        return await self.call(ref, req, retry=SHORT_RETRY)
 
     async def _until_valid(
         self,
@@ -276,7 +268,6 @@ class Steps:
                     result_key=key,
                 ),
                 summary=f"synthesizer asks the video model: {call.label()}",
-                timeout=LLM_TIMEOUT,
                 retry=LLM_RETRY,
             )
             self.accounting.llm(outcome.usage)
@@ -362,7 +353,6 @@ class Steps:
                     trajectory_key=trajectory_key,
                 ),
                 summary=f"{agent} looks up {call.label()}",
-                timeout=timedelta(minutes=2),
                 retry=SHORT_RETRY,
             )
 
@@ -399,10 +389,9 @@ class Steps:
                 init_vecnormalize_key=init.vecnormalize_key if init else None,
             ),
             summary=f"train {run_name}: {timesteps:,} steps of {self.inp.algo.upper()}",
-            timeout=train_timeout(timesteps),
-            # A dead worker is noticed after this long; the retry resumes from the checkpoint
-            # in the last heartbeat (activities heartbeat every 10 s).
-            heartbeat=timedelta(seconds=30),
+            # A dead worker is noticed within the heartbeat timeout; the retry resumes from
+            # the checkpoint in the last heartbeat.
+            deadline=timeouts.train(timesteps),
             retry=TRAIN_RETRY,
         )
         self.accounting.training(trained.wall_seconds)
@@ -422,7 +411,6 @@ class Steps:
                 algo=self.inp.algo,
             ),
             summary=f"deterministic evaluation episode of {trained.run_prefix.split('/')[-2]}",
-            timeout=timedelta(minutes=10),
             retry=TRAIN_RETRY,
         )
 
@@ -440,6 +428,5 @@ class Steps:
             ),
             summary="judge the rollout with "
             + ("the session's judge code" if judge else "metrics"),
-            timeout=timedelta(minutes=5),
             retry=SHORT_RETRY,
         )
