@@ -34,7 +34,9 @@ def services_for(
         yield endpoints
 
 
-def banner(endpoints: Endpoints, settings: Settings, embedded: list[str]) -> str:
+def banner(
+    endpoints: Endpoints, settings: Settings, embedded: list[str], metrics: bool = False
+) -> str:
     """What `policyforge dev` prints at start: where Temporal, S3 and the Web UI are, which of
     them are embedded, and how to start a session from another terminal."""
     lines = [
@@ -50,6 +52,8 @@ def banner(endpoints: Endpoints, settings: Settings, embedded: list[str]) -> str
     ]
     if endpoints.ui_url:
         lines.append(f"  Web UI     {endpoints.ui_url}")
+    if metrics:
+        lines.append(f"  Metrics    http://localhost:{settings.metrics_port}/metrics")
     lines.append(
         'Start a session in another terminal:  policyforge run "run forward" --env HalfCheetah-v5'
     )
@@ -75,6 +79,7 @@ def run_dev(settings: Settings) -> None:
     """`policyforge dev`: embed what is not configured elsewhere and run all three pools here
     until Ctrl-C."""
     from workers.client import connect
+    from workers.metrics import serves_metrics, worker_runtime
     from workers.pools import run_pools
 
     embedded = [
@@ -87,10 +92,13 @@ def run_dev(settings: Settings) -> None:
     ]
     require_local_binaries(embedded)
     with services_for(settings, settings.state_dir, fixed_ports=True) as endpoints:
-        print(banner(endpoints, settings, embedded), flush=True)
+        # One process, one metrics endpoint for the three pools.
+        runtime = worker_runtime(settings.metrics_port)
+        print(banner(endpoints, settings, embedded, serves_metrics(runtime)), flush=True)
 
         async def go() -> None:
-            client = await connect(Settings())
+            # The embedded server takes no profile's TLS or API key (TEMPORAL_ADDRESS is its).
+            client = await connect(Settings(), runtime=runtime, profile="temporal" not in embedded)
             await run_pools(client, settings, ["llm", "train", "judge"])
 
         with contextlib.suppress(KeyboardInterrupt):

@@ -10,6 +10,7 @@ import structlog
 
 from workers.client import NoServerError, connect
 from workers.logs import configure_logging
+from workers.metrics import serves_metrics, worker_runtime
 from workers.pools import run_pools
 from workers.process_exit import run_and_exit
 from workers.settings import Settings
@@ -29,9 +30,17 @@ def _run_pools(names: list[str]) -> None:
     configure_logging(settings.log_level)
     log = structlog.get_logger()
 
+    runtime = worker_runtime(settings.metrics_port)
+
     async def go() -> None:
-        client = await connect(settings)
-        log.info("worker started", pools=names, address=settings.address)
+        client = await connect(settings, runtime=runtime)
+        log.info(
+            "worker started",
+            pools=names,
+            address=client.service_client.config.target_host,
+            namespace=client.namespace,
+            metrics_port=settings.metrics_port if serves_metrics(runtime) else None,
+        )
         await run_pools(client, settings, names)
         log.info("worker stopped", pools=names)
 

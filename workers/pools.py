@@ -24,8 +24,10 @@ from workflows.session import SessionWorkflow
 
 
 def llm_worker(client: Client, settings: Settings) -> Worker:
-    """The llm pool: sessions (workflow code) and every LLM call, many at a time (I/O bound)."""
+    """The llm pool: sessions (workflow code) and every LLM call, many at a time (I/O bound);
+    each call's tokens and cost go to the metrics endpoint."""
     from activities.llm.activities import LLM_ACTIVITIES
+    from workers.metrics import LLMUsageMetrics
 
     return Worker(
         client,
@@ -34,6 +36,7 @@ def llm_worker(client: Client, settings: Settings) -> Worker:
         activities=LLM_ACTIVITIES,
         activity_executor=ThreadPoolExecutor(32),
         max_concurrent_activities=32,
+        interceptors=[LLMUsageMetrics()],
     )
 
 

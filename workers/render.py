@@ -6,6 +6,8 @@ writes it to a rich Console, so the text can be checked without a server.
 
 from __future__ import annotations
 
+import json
+
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -57,11 +59,15 @@ def print_status(
     workflow_status: WorkflowExecutionStatus | None,
     status: SessionStatus | None,
     ui_link: str,
+    error: str | None = None,
 ) -> None:
     """`policyforge status` on a session that has not completed: stage, budget, what it waits
-    for, and one line per judged iteration (only the Web UI link when it cannot be queried)."""
+    for, and one line per judged iteration (only the Web UI link when it cannot be queried);
+    for one that failed (was terminated, timed out), first the one line that says why."""
     state = workflow_status.name.lower() if workflow_status else "?"
     console.print(f"session {session_id}: {state}")
+    if error is not None:
+        console.print(f"  failed: {escape(error)}", soft_wrap=True)
     if status:
         console.print(
             f"  stage {status.stage}, iteration {status.iteration}/{status.max_iterations}, "
@@ -85,6 +91,30 @@ def print_status(
         for rec in status.iterations:
             console.print(f"  iter {rec.iteration}: score {rec.score:.2f}  {rec.diagnosis}")
     console.print(f"  {ui_link}")
+
+
+def status_json(
+    session_id: str,
+    workflow_status: WorkflowExecutionStatus | None,
+    status: SessionStatus | None,
+    error: str | None = None,
+) -> str:
+    """`policyforge status --json`: the status query's answer ("null" when it cannot be
+    queried); for a session that failed, an object with the status's fields, if any, and
+    `workflow_status` and `error` (the one line)."""
+    if error is None:
+        return status.model_dump_json(indent=2) if status else "null"
+    data = status.model_dump(mode="json") if status else {"session_id": session_id}
+    state = workflow_status.name.lower() if workflow_status else None
+    return json.dumps({**data, "workflow_status": state, "error": error}, indent=2)
+
+
+def failure_json(session_id: str, error: str, ui_link: str) -> str:
+    """`policyforge run --json` for a session that failed: what a script needs to say why."""
+    return json.dumps(
+        {"session_id": session_id, "status": "failed", "error": error, "ui_link": ui_link},
+        indent=2,
+    )
 
 
 def print_result(result: SessionResult, console: Console, *, as_json: bool, ui_link: str) -> None:

@@ -13,16 +13,80 @@ import json
 import re
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 from rich.console import Console
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import (
+    ActivityError,
+    CancelledError,
+    TerminatedError,
+)
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from workers.client import connect
-from workers.render import print_result, print_status, progress_description, session_progress
+from workers.render import (
+    failure_json,
+    print_result,
+    print_status,
+    progress_description,
+    session_progress,
+    status_json,
+)
 from workers.settings import Settings
 from workflows.contracts.queues import task_queue
 from workflows.contracts.session import SessionResult, SessionStatus
+
+# A session that ended without a result; `policyforge status` says why.
+_ENDED_BADLY = {
+    WorkflowExecutionStatus.FAILED,
+    WorkflowExecutionStatus.TERMINATED,
+    WorkflowExecutionStatus.TIMED_OUT,
+    WorkflowExecutionStatus.CANCELED,
+}
+
+
+def failure_reason(exc: WorkflowFailureError) -> str:
+    """Why a session ended without a result, on one line: the innermost cause's message (what
+    failed, not where it surfaced: "ANTHROPIC_API_KEY is not set ..."), naming the activity
+    when that cause is its timeout; or that it was terminated (with the reason given),
+    cancelled, or ran past its execution timeout."""
+    cause = exc.cause
+    if isinstance(cause, TerminatedError):
+        given = cause.message not in ("", "Workflow terminated")
+        return "terminated" + (f" ({_one_line(cause.message)})" if given else "")
+    if isinstance(cause, TemporalTimeoutError):
+        return "the workflow ran past its execution timeout"
+    if isinstance(cause, CancelledError):
+        return "cancelled"
+    inner: BaseException = cause or exc
+    activity_type = None
+    while True:
+        if isinstance(inner, ActivityError):
+            activity_type = inner.activity_type
+        nested = getattr(inner, "cause", None) or inner.__cause__
+        if not isinstance(nested, BaseException):
+            break
+        inner = nested
+    message = getattr(inner, "message", None) or str(inner) or type(inner).__name__
+    if isinstance(inner, TemporalTimeoutError) and activity_type:
+        message = f"{activity_type}: {message}"
+    return _one_line(message)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:500]
+
+
+async def why_ended(handle: WorkflowHandle[Any, Any]) -> str | None:
+    """The one line that says why a closed session has no result (from its history: no worker
+    needed); None when it completed."""
+    try:
+        await handle.result()
+    except WorkflowFailureError as exc:
+        return failure_reason(exc)
+    return None
 
 
 def workflow_id_for(prompt: str) -> str:
@@ -35,9 +99,8 @@ async def start_and_follow(
     data: dict[str, Any], *, workflow_id: str | None, detach: bool, as_json: bool
 ) -> SessionResult | None:
     """Start a SessionWorkflow with `data` (a SessionInput's fields) and, unless detached,
-    follow it live and print its result; None when detached."""
-    from temporalio.client import WorkflowFailureError
-
+    follow it live and print its result; None when detached. A session that fails ends the
+    command (status 1) with the one line that says why (`--json`: also as `error`)."""
     settings = Settings()
     console = Console(stderr=as_json, soft_wrap=True)
     client = await connect(settings)
@@ -51,17 +114,19 @@ async def start_and_follow(
         task_queue=task_queue("llm", settings.queue_prefix),
         result_type=SessionResult,
     )
-    console.print(f"session {wid} started  ({settings.ui_link(wid)})")
+    ui_link = settings.ui_link(wid, client.namespace)
+    console.print(f"session {wid} started  ({ui_link})")
     if detach:
         console.print(f"follow it with: policyforge status {wid}")
         return None
     try:
         result = await follow(handle, console)
     except WorkflowFailureError as exc:
-        cause = exc.cause
-        message = getattr(cause, "message", None) or str(cause or exc)
-        raise SystemExit(f"error: session {wid} failed: {message}") from None
-    print_result(result, console, as_json=as_json, ui_link=settings.ui_link(wid))
+        reason = failure_reason(exc)
+        if as_json:
+            print(failure_json(wid, reason, ui_link))
+        raise SystemExit(f"error: session {wid} failed: {reason}\n  {ui_link}") from None
+    print_result(result, console, as_json=as_json, ui_link=ui_link)
     return result
 
 
@@ -75,20 +140,22 @@ async def show_status(session_id: str, as_json: bool) -> None:
     except Exception as exc:  # noqa: BLE001 - RPCError NOT_FOUND and friends
         raise SystemExit(f"error: no session {session_id!r} on {settings.address}: {exc}") from None
     console = Console(soft_wrap=True)
-    ui_link = settings.ui_link(session_id)
+    ui_link = settings.ui_link(session_id, client.namespace)
     if desc.status == WorkflowExecutionStatus.COMPLETED:
         print_result(await handle.result(), console, as_json=as_json, ui_link=ui_link)
         return
-    status = await query_status(handle)
+    error = await why_ended(handle) if desc.status in _ENDED_BADLY else None
+    # A closed session is queried by replaying it on a worker: there may be none.
+    status = await query_status(handle, timedelta(seconds=10) if error is not None else None)
     if status is not None and status.stage == "training":
         # The workflow learns timesteps when a run ends; running runs heartbeat them.
         steps, _ = await live_timesteps(handle)
         if steps is not None:
             status = status.model_copy(update={"timesteps_done": steps})
     if as_json:
-        print(status.model_dump_json(indent=2) if status else "null")
+        print(status_json(session_id, desc.status, status, error))
         return
-    print_status(console, session_id, desc.status, status, ui_link)
+    print_status(console, session_id, desc.status, status, ui_link, error)
 
 
 async def live_timesteps(
@@ -109,12 +176,15 @@ async def live_timesteps(
     return (sum(steps) // len(steps) if steps else None), desc.status
 
 
-async def query_status(handle: WorkflowHandle[Any, Any]) -> SessionStatus | None:
-    """The session's status query, or None while it cannot answer (no worker yet)."""
+async def query_status(
+    handle: WorkflowHandle[Any, Any], timeout: timedelta | None = None
+) -> SessionStatus | None:
+    """The session's status query, or None while it cannot answer (no worker yet, or none
+    within `timeout`)."""
     from workflows.session import SessionWorkflow
 
     try:
-        return await handle.query(SessionWorkflow.status)
+        return await handle.query(SessionWorkflow.status, rpc_timeout=timeout)
     except Exception:  # noqa: BLE001 - no worker yet, or workflow not started: show nothing
         return None
 

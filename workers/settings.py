@@ -56,14 +56,20 @@ class Settings:
         default_factory=lambda: os.environ.get("POLICYFORGE_QUEUE_PREFIX", "policyforge")
     )
     log_level: str = field(default_factory=lambda: os.environ.get("POLICYFORGE_LOG_LEVEL", "info"))
+    # Each worker process (`policyforge dev`: the one process) serves Prometheus metrics on
+    # this port, all interfaces (0: none).
+    metrics_port: int = field(default_factory=lambda: _int("POLICYFORGE_METRICS_PORT", 9464))
 
     @property
     def address(self) -> str:
-        """Where clients connect: TEMPORAL_ADDRESS, or the local default."""
+        """TEMPORAL_ADDRESS, or the local default (clients take a Temporal profile's address
+        before the local default: workers/client.py)."""
         return self.temporal_address or f"localhost:{self.temporal_port}"
 
-    def ui_link(self, workflow_id: str | None = None) -> str:
+    def ui_link(self, workflow_id: str | None = None, namespace: str | None = None) -> str:
+        """The Web UI, or a workflow's page in it (in `namespace`: the client's, which a
+        Temporal profile may set; else TEMPORAL_NAMESPACE)."""
         base = (self.temporal_ui_url or f"http://localhost:{self.ui_port}").rstrip("/")
         if workflow_id is None:
             return base
-        return f"{base}/namespaces/{self.temporal_namespace}/workflows/{workflow_id}"
+        return f"{base}/namespaces/{namespace or self.temporal_namespace}/workflows/{workflow_id}"

@@ -29,6 +29,8 @@ from workflows.contracts.activities import (
 from workflows.contracts.judging import CriterionScore, JudgeRequest, Judgment
 from workflows.contracts.keys import JUDGMENT, eval_checkpoints_prefix, run_prefix_of
 
+# The judge child's limit, inside the activity's start-to-close (workflows/contracts/timeouts.py,
+# JUDGE.inner: 270 s), which also covers reading the episodes from S3 before it starts.
 JUDGE_TIMEOUT_S = 120.0
 
 

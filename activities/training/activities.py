@@ -23,10 +23,12 @@ from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
 from activities.logs import activity_logger
+from activities.metrics import TrainingMeter
 from activities.runner.protocol import CHECKPOINT_FILES, ChildFailed, ChildJob, ChildRequest
 from activities.runner.supervisor import run_child, sandbox_refused
 from activities.training import job
 from activities.training.presets import config_variants
+from workflows.contracts import timeouts
 from workflows.contracts.activities import (
     EVALUATE_POLICY,
     TRAIN_POLICY,
@@ -46,12 +48,21 @@ from workflows.contracts.training import (
     ValidateResult,
 )
 
-VALIDATE_TIMEOUT_S = 180.0  # 64 random steps take a second; longer means the reward code hangs
-EVAL_TIMEOUT_S = 900.0
+# Inner limits, each strictly inside its activity's start-to-close timeout (the table in
+# workflows/contracts/timeouts.py), so the error that names it is what the workflow sees.
+# 64 random steps take a second; longer means the reward code hangs (150 s).
+VALIDATE_TIMEOUT_S = timeouts.VALIDATE.inner.total_seconds()
+EVAL_TIMEOUT_S = timeouts.EVALUATE.inner.total_seconds()  # one episode and its video (540 s)
 TRAIN_STALL_S = 300.0  # no progress line for this long: the child hangs (lines come every ~2 s)
 # Deterministic episodes at each evaluation checkpoint (25/50/75/100% of training).
 EVAL_CHECKPOINT_EPISODES = 5
-HEARTBEAT_EVERY_S = 10.0
+HEARTBEAT_EVERY_S = timeouts.HEARTBEAT_EVERY.total_seconds()
+
+
+def train_timeout_s(timesteps: int) -> float:
+    """The whole training child's limit: inside the activity's start-to-close, leaving time to
+    upload its outputs."""
+    return timeouts.train(timesteps).inner.total_seconds()
 
 
 def _filename(key: str) -> str:
@@ -122,14 +133,13 @@ async def _validate(mode: ChildJob, child: ChildRequest) -> dict[str, Any] | str
     """
     with tempfile.TemporaryDirectory(prefix="pf-validate-", ignore_cleanup_errors=True) as tmp:
         try:
-            async with _heartbeating():
-                return await run_child(
-                    mode,
-                    child,
-                    Path(tmp),
-                    timeout_s=VALIDATE_TIMEOUT_S,
-                    timeout_is_reward_fault=True,
-                )
+            return await run_child(
+                mode,
+                child,
+                Path(tmp),
+                timeout_s=VALIDATE_TIMEOUT_S,
+                timeout_is_reward_fault=True,
+            )
         except ChildFailed as exc:
             if refused := sandbox_refused(exc):
                 raise refused from None
@@ -142,46 +152,50 @@ async def _validate(mode: ChildJob, child: ChildRequest) -> dict[str, Any] | str
 async def validate_reward(req: ValidateRequest) -> ValidateResult:
     """Run reward code on random-action steps in the child: its term magnitudes, or the
     code's one-line error (not a failed activity: the workflow revises the code)."""
-    log = activity_logger(env_id=req.env_id, reward_key=req.reward_key)
-    source = await _get_text(ArtifactStore(), req.reward_key)
-    child = ChildRequest(
-        env_id=req.env_id,
-        reward_source=source,
-        reward_filename=_filename(req.reward_key),
-        steps=req.steps,
-        seed=req.seed,
-    )
-    result = await _validate(job.VALIDATE, child)
-    if isinstance(result, str):
-        log.info("reward invalid", error=result)
-        return ValidateResult(ok=False, error=result)
-    log.info("reward valid", term_magnitudes=result["term_magnitudes"])
-    return ValidateResult(
-        ok=True, steps=int(result["steps"]), term_magnitudes=result["term_magnitudes"]
-    )
+    # Heartbeats from start to end, S3 included (a heartbeat timeout is set).
+    async with _heartbeating():
+        log = activity_logger(env_id=req.env_id, reward_key=req.reward_key)
+        source = await _get_text(ArtifactStore(), req.reward_key)
+        child = ChildRequest(
+            env_id=req.env_id,
+            reward_source=source,
+            reward_filename=_filename(req.reward_key),
+            steps=req.steps,
+            seed=req.seed,
+        )
+        result = await _validate(job.VALIDATE, child)
+        if isinstance(result, str):
+            log.info("reward invalid", error=result)
+            return ValidateResult(ok=False, error=result)
+        log.info("reward valid", term_magnitudes=result["term_magnitudes"])
+        return ValidateResult(
+            ok=True, steps=int(result["steps"]), term_magnitudes=result["term_magnitudes"]
+        )
 
 
 @implements(VALIDATE_JUDGE)
 async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
     """Run judge code on a random-action episode (with the session's reward terms) in the child."""
-    log = activity_logger(env_id=req.env_id, judge_key=req.judge_key)
-    store = ArtifactStore()
-    child = ChildRequest(
-        env_id=req.env_id,
-        reward_source=await _get_text(store, req.reward_key),
-        reward_filename=_filename(req.reward_key),
-        judge_source=await _get_text(store, req.judge_key),
-        judge_filename=_filename(req.judge_key),
-        criteria=req.criteria,
-        steps=req.steps,
-        seed=req.seed,
-    )
-    result = await _validate(job.VALIDATE_JUDGE, child)
-    if isinstance(result, str):
-        log.info("judge invalid", error=result)
-        return ValidateResult(ok=False, error=result)
-    log.info("judge valid", score=result["judgment"]["score"])
-    return ValidateResult(ok=True, steps=int(result["steps"]))
+    # Heartbeats from start to end, S3 included (a heartbeat timeout is set).
+    async with _heartbeating():
+        log = activity_logger(env_id=req.env_id, judge_key=req.judge_key)
+        store = ArtifactStore()
+        child = ChildRequest(
+            env_id=req.env_id,
+            reward_source=await _get_text(store, req.reward_key),
+            reward_filename=_filename(req.reward_key),
+            judge_source=await _get_text(store, req.judge_key),
+            judge_filename=_filename(req.judge_key),
+            criteria=req.criteria,
+            steps=req.steps,
+            seed=req.seed,
+        )
+        result = await _validate(job.VALIDATE_JUDGE, child)
+        if isinstance(result, str):
+            log.info("judge invalid", error=result)
+            return ValidateResult(ok=False, error=result)
+        log.info("judge valid", score=result["judgment"]["score"])
+        return ValidateResult(ok=True, steps=int(result["steps"]))
 
 
 def checkpoint_every(timesteps: int) -> int:
@@ -241,66 +255,81 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         max_steps=req.eval_max_steps,
         algo=req.algo,
     )
-    progress = TrainProgress(timesteps=0)
     resume_from = _resume_point()
-    with tempfile.TemporaryDirectory(prefix="pf-train-", ignore_cleanup_errors=True) as tmp:
-        out = Path(tmp) / "out"
-        if resume_from is not None:
-            assert resume_from.checkpoint_key is not None
-            local = Path(tmp) / "resume"
-            for name in CHECKPOINT_FILES:
-                key = resume_from.checkpoint_key + name
-                if name != "scalars.jsonl" or await asyncio.to_thread(store.exists, key):
-                    await _download(store, key, local / name)
-            child = child.model_copy(update={"resume_dir": str(local)})
-            progress = resume_from
-            log.info("resuming", timesteps=resume_from.checkpoint_timesteps)
-        elif req.init_model_key and req.init_vecnormalize_key:
-            init = Path(tmp) / "init"
-            await _download(store, req.init_model_key, init / "model.zip")
-            await _download(store, req.init_vecnormalize_key, init / "vecnormalize.npz")
-            child = child.model_copy(update={"init_dir": str(init)})
-            log.info("warm start", model=req.init_model_key)
-
-        async def on_event(event: dict[str, Any]) -> None:
-            nonlocal progress
-            kind = event.get("event")
-            if kind == "progress":
-                progress = progress.model_copy(
-                    update={
-                        "timesteps": int(event["timesteps"]),
-                        "mean_return": event.get("mean_return"),
-                    }
-                )
-                activity.heartbeat(progress)
-            elif kind == "checkpoint":
-                # Upload first, then heartbeat its key: a retry only sees complete checkpoints.
-                folder = out / event["dir"]
-                key = checkpoint_key(prefix, event["timesteps"])
+    # What every heartbeat carries: an earlier attempt's checkpoint until this one makes its own.
+    progress = resume_from or TrainProgress(timesteps=0)
+    meter = TrainingMeter(
+        activity.metric_meter(),
+        req.env_id,
+        req.algo,
+        (resume_from.checkpoint_timesteps or 0) if resume_from else 0,
+    )
+    # Heartbeats from start to end, downloads and uploads included (a heartbeat timeout is set).
+    async with _heartbeating(lambda: progress):
+        with tempfile.TemporaryDirectory(prefix="pf-train-", ignore_cleanup_errors=True) as tmp:
+            out = Path(tmp) / "out"
+            if resume_from is not None:
+                assert resume_from.checkpoint_key is not None
+                local = Path(tmp) / "resume"
                 for name in CHECKPOINT_FILES:
-                    if (folder / name).exists():
-                        await asyncio.to_thread(store.put_file, key + name, folder / name)
-                progress = progress.model_copy(
-                    update={"checkpoint_key": key, "checkpoint_timesteps": event["timesteps"]}
-                )
-                activity.heartbeat(progress)
-                await asyncio.to_thread(shutil.rmtree, folder, True)
+                    key = resume_from.checkpoint_key + name
+                    if name != "scalars.jsonl" or await asyncio.to_thread(store.exists, key):
+                        await _download(store, key, local / name)
+                child = child.model_copy(update={"resume_dir": str(local)})
+                log.info("resuming", timesteps=resume_from.checkpoint_timesteps)
+            elif req.init_model_key and req.init_vecnormalize_key:
+                init = Path(tmp) / "init"
+                await _download(store, req.init_model_key, init / "model.zip")
+                await _download(store, req.init_vecnormalize_key, init / "vecnormalize.npz")
+                child = child.model_copy(update={"init_dir": str(init)})
+                log.info("warm start", model=req.init_model_key)
 
-        log.info("training", timesteps=req.timesteps)
-        try:
-            async with _heartbeating(lambda: progress):
-                summary = await run_child(job.TRAIN, child, out, on_event, stall_s=TRAIN_STALL_S)
-        except ChildFailed as exc:
-            log.warning("training failed", error=exc.message, reward_fault=exc.reward_fault)
-            raise _failure(exc) from None
-        for name in TRAIN_OUTPUTS:
-            await asyncio.to_thread(store.put_file, prefix + name, out / name)
-        # Evaluation checkpoints and TensorBoard event files, under the same names.
-        for folder in ("evals", "tensorboard"):
-            for path in sorted((out / folder).rglob("*")) if (out / folder).is_dir() else []:
-                if path.is_file():
-                    key = prefix + path.relative_to(out).as_posix()
-                    await asyncio.to_thread(store.put_file, key, path)
+            async def on_event(event: dict[str, Any]) -> None:
+                nonlocal progress
+                kind = event.get("event")
+                if kind == "progress":
+                    progress = progress.model_copy(
+                        update={
+                            "timesteps": int(event["timesteps"]),
+                            "mean_return": event.get("mean_return"),
+                        }
+                    )
+                    activity.heartbeat(progress)
+                    meter.progress(progress.timesteps)
+                elif kind == "checkpoint":
+                    # Upload first, then heartbeat its key: a retry only sees complete checkpoints.
+                    folder = out / event["dir"]
+                    key = checkpoint_key(prefix, event["timesteps"])
+                    for name in CHECKPOINT_FILES:
+                        if (folder / name).exists():
+                            await asyncio.to_thread(store.put_file, key + name, folder / name)
+                    progress = progress.model_copy(
+                        update={"checkpoint_key": key, "checkpoint_timesteps": event["timesteps"]}
+                    )
+                    activity.heartbeat(progress)
+                    await asyncio.to_thread(shutil.rmtree, folder, True)
+
+            log.info("training", timesteps=req.timesteps)
+            try:
+                summary = await run_child(
+                    job.TRAIN,
+                    child,
+                    out,
+                    on_event,
+                    timeout_s=train_timeout_s(req.timesteps),
+                    stall_s=TRAIN_STALL_S,
+                )
+            except ChildFailed as exc:
+                log.warning("training failed", error=exc.message, reward_fault=exc.reward_fault)
+                raise _failure(exc) from None
+            for name in TRAIN_OUTPUTS:
+                await asyncio.to_thread(store.put_file, prefix + name, out / name)
+            # Evaluation checkpoints and TensorBoard event files, under the same names.
+            for folder in ("evals", "tensorboard"):
+                for path in sorted((out / folder).rglob("*")) if (out / folder).is_dir() else []:
+                    if path.is_file():
+                        key = prefix + path.relative_to(out).as_posix()
+                        await asyncio.to_thread(store.put_file, key, path)
     log.info(
         "trained",
         timesteps=summary["timesteps_done"],
@@ -327,50 +356,53 @@ async def train_policy(req: TrainRequest) -> TrainResult:
 async def evaluate_policy(req: EvalRequest) -> EvalResult:
     """One deterministic episode of a trained policy in the child; its trajectory and video
     uploaded beside the run's outputs."""
-    log = activity_logger(env_id=req.env_id, run_prefix=req.run_prefix)
-    store = ArtifactStore()
-    source = await _get_text(store, req.reward_key)
-    prefix = req.run_prefix if req.run_prefix.endswith("/") else req.run_prefix + "/"
-    with tempfile.TemporaryDirectory(prefix="pf-eval-", ignore_cleanup_errors=True) as tmp:
-        out = Path(tmp) / "out"
-        model = await _download(store, req.model_key, Path(tmp) / "in" / "model.zip")
-        vecnorm = await _download(
-            store, req.vecnormalize_key, Path(tmp) / "in" / "vecnormalize.npz"
-        )
-        child = ChildRequest(
-            env_id=req.env_id,
-            reward_source=source,
-            reward_filename=_filename(req.reward_key),
-            seed=req.seed,
-            model_path=str(model),
-            vecnormalize_path=str(vecnorm),
-            max_steps=req.max_steps,
-            record_video=req.record_video,
-            algo=req.algo,
-        )
-        try:
-            async with _heartbeating():
-                result = await run_child(job.EVALUATE, child, out, timeout_s=EVAL_TIMEOUT_S)
-        except ChildFailed as exc:
-            log.warning("evaluation failed", error=exc.message, reward_fault=exc.reward_fault)
-            raise _failure(exc) from None
-        traj_key = await asyncio.to_thread(
-            store.put_file, prefix + result["trajectory"], out / result["trajectory"]
-        )
-        video_key = None
-        if result.get("video"):
-            video_key = await asyncio.to_thread(
-                store.put_file, prefix + result["video"], out / result["video"]
+    # Heartbeats from start to end, S3 included (a heartbeat timeout is set).
+    async with _heartbeating():
+        log = activity_logger(env_id=req.env_id, run_prefix=req.run_prefix)
+        store = ArtifactStore()
+        source = await _get_text(store, req.reward_key)
+        prefix = req.run_prefix if req.run_prefix.endswith("/") else req.run_prefix + "/"
+        with tempfile.TemporaryDirectory(prefix="pf-eval-", ignore_cleanup_errors=True) as tmp:
+            out = Path(tmp) / "out"
+            model = await _download(store, req.model_key, Path(tmp) / "in" / "model.zip")
+            vecnorm = await _download(
+                store, req.vecnormalize_key, Path(tmp) / "in" / "vecnormalize.npz"
             )
-    log.info("evaluated", episode_return=result["episode_return"], length=result["episode_length"])
-    return EvalResult(
-        video_key=video_key,
-        trajectory_key=traj_key,
-        episode_return=float(result["episode_return"]),
-        env_return=float(result["env_return"]),
-        episode_length=int(result["episode_length"]),
-        terminated=bool(result["terminated"]),
-    )
+            child = ChildRequest(
+                env_id=req.env_id,
+                reward_source=source,
+                reward_filename=_filename(req.reward_key),
+                seed=req.seed,
+                model_path=str(model),
+                vecnormalize_path=str(vecnorm),
+                max_steps=req.max_steps,
+                record_video=req.record_video,
+                algo=req.algo,
+            )
+            try:
+                result = await run_child(job.EVALUATE, child, out, timeout_s=EVAL_TIMEOUT_S)
+            except ChildFailed as exc:
+                log.warning("evaluation failed", error=exc.message, reward_fault=exc.reward_fault)
+                raise _failure(exc) from None
+            traj_key = await asyncio.to_thread(
+                store.put_file, prefix + result["trajectory"], out / result["trajectory"]
+            )
+            video_key = None
+            if result.get("video"):
+                video_key = await asyncio.to_thread(
+                    store.put_file, prefix + result["video"], out / result["video"]
+                )
+        log.info(
+            "evaluated", episode_return=result["episode_return"], length=result["episode_length"]
+        )
+        return EvalResult(
+            video_key=video_key,
+            trajectory_key=traj_key,
+            episode_return=float(result["episode_return"]),
+            env_return=float(result["env_return"]),
+            episode_length=int(result["episode_length"]),
+            terminated=bool(result["terminated"]),
+        )
 
 
 TRAIN_ACTIVITIES: list[Callable[..., Any]] = [

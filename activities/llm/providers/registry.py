@@ -13,6 +13,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.llm.providers.base import LLMProvider
 from activities.llm.providers.errors import AUTH_ERROR
+from workflows.contracts import timeouts
 from workflows.contracts.context import OFFLINE_MODEL as OFFLINE
 
 COMPATIBLE_PREFIX = "openai-compatible:"
@@ -22,6 +23,8 @@ COMPATIBLE_PLACEHOLDER_KEY = "not-needed"  # local servers ignore it; the SDK in
 TIMEOUT_VAR = "POLICYFORGE_LLM_TIMEOUT_S"
 MODEL_VAR = "POLICYFORGE_LLM_MODEL"
 DEFAULT_TIMEOUT_S = 300.0
+# A request must end inside its activity's start-to-close (6 min), with time left to report.
+MAX_TIMEOUT_S = timeouts.LLM.inner.total_seconds()
 
 # Order matters: default_model() picks the first provider whose key is set.
 DEFAULT_MODELS: dict[str, str] = {
@@ -119,7 +122,8 @@ def _missing_key(choice: ProviderChoice, model_name: str) -> str | None:
 
 
 def timeout_s() -> float:
-    """Seconds per provider call from POLICYFORGE_LLM_TIMEOUT_S, else the default."""
+    """Seconds per provider call from POLICYFORGE_LLM_TIMEOUT_S, else the default; at most
+    MAX_TIMEOUT_S, so that a slow provider fails as LLMTimeout, not as the activity's timeout."""
     raw = _env(TIMEOUT_VAR)
     if raw is None:
         return DEFAULT_TIMEOUT_S
@@ -129,6 +133,12 @@ def timeout_s() -> float:
         value = 0.0
     if value <= 0:
         raise _invalid(f"{TIMEOUT_VAR} must be a positive number of seconds, not {raw!r}")
+    if value > MAX_TIMEOUT_S:
+        limit = timeouts.LLM.start_to_close.total_seconds()
+        raise _invalid(
+            f"{TIMEOUT_VAR}={raw} is longer than an LLM activity may take: at most "
+            f"{MAX_TIMEOUT_S:.0f} s (the activities' start-to-close timeout is {limit:.0f} s)"
+        )
     return value
 
 
