@@ -102,6 +102,12 @@ def _parser() -> argparse.ArgumentParser:
         "--eval-every", type=int, default=None, help="timesteps between evals (default N/10)"
     )
     bt.add_argument("--seed", type=int, default=0)
+    chaos = sub.add_parser(
+        "chaos", help="fault and load scenarios on a local stack of its own, as a table"
+    )
+    chaos.add_argument("--long", action="store_true", help="the long version (CI runs short)")
+    chaos.add_argument("--only", default=None, metavar="NAME[,NAME]", help="these scenarios")
+    chaos.add_argument("--json", action="store_true", help="print the rows as JSON")
     return p
 
 
@@ -259,6 +265,10 @@ def _main(argv: list[str] | None) -> None:
             cmd_bench_sandbox(args)
         elif args.command == "bench-train":
             cmd_bench_train(args)
+        elif args.command == "chaos":
+            from workers.chaos.run import cmd_chaos
+
+            cmd_chaos(args)
     except NoServerError as exc:
         raise SystemExit(f"error: {exc}") from None
     except KeyboardInterrupt:

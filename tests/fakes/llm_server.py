@@ -9,6 +9,9 @@
 Replies are scripted per provider, first in first out; when a provider's queue is empty,
 `server.responder(provider, body)` answers (if set), else a 500 that says nothing was scripted.
 `server.requests` records what came in, `server.responses` what went out.
+`server.faults = Faults(rate=0.3)` turns a share of the answers into provider faults (429 with
+retry-after, 500, 503, an answer slower than the client's timeout, a malformed body); it is off
+(None) by default, and `server.faults.injected` counts what was injected, by kind.
 Routes (what each SDK appends to its base URL):
   anthropic  POST /v1/messages                              base_url("anthropic") = root
   openai     POST /v1/chat/completions, POST /chat/completions
@@ -20,12 +23,14 @@ Routes (what each SDK appends to its base URL):
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import random
 import re
 import secrets
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -75,10 +80,61 @@ class Hang:
     """Sleep before answering (`then`, default an empty Text), to trigger client timeouts."""
 
     seconds: float
-    then: Text | Tools | Error | None = None
+    then: Text | Tools | Error | Malformed | None = None
 
 
-Reply = Text | Tools | Error | Hang
+@dataclass(frozen=True)
+class Malformed:
+    """A 200 whose body is not the JSON the provider's SDK expects (cut off mid-object)."""
+
+    body: bytes = b'{"id": "msg_cut", "type": "message", "content": [{"type": "te'
+
+
+FAULT_KINDS = ("429", "500", "503", "slow", "malformed")
+
+
+@dataclass
+class Faults:
+    """Fault injection: a `rate` share of requests (drawn by a seeded RNG) get a fault instead
+    of their answer, taking `kinds` in turn. "slow" answers after `slow_s` (set it beyond the
+    client's timeout); "429" carries `retry-after: retry_after_s`. The same request (same body)
+    is faulted at most `max_in_a_row` times in a row, so retried calls end by being answered."""
+
+    rate: float = 0.3
+    kinds: Sequence[str] = FAULT_KINDS
+    seed: int = 0
+    max_in_a_row: int = 2
+    slow_s: float = 5.0
+    retry_after_s: float = 1.0
+    injected: Counter[str] = field(default_factory=Counter)
+    _rng: random.Random = field(init=False, repr=False)
+    _in_a_row: dict[str, int] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.kinds) - set(FAULT_KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {FAULT_KINDS}")
+        self._rng = random.Random(self.seed)
+
+    @property
+    def total(self) -> int:
+        """Faults injected so far, of every kind."""
+        return sum(self.injected.values())
+
+    def pick(self, body: dict[str, Any]) -> str | None:
+        """The fault kind for this request, or None to answer it (call under the server lock)."""
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+        in_a_row = self._in_a_row.get(digest, 0)
+        if in_a_row >= self.max_in_a_row or self._rng.random() >= self.rate:
+            self._in_a_row.pop(digest, None)
+            return None
+        self._in_a_row[digest] = in_a_row + 1
+        kind = self.kinds[self.total % len(self.kinds)]
+        self.injected[kind] += 1
+        return kind
+
+
+Reply = Text | Tools | Error | Hang | Malformed
 Responder = Callable[[str, dict[str, Any]], Reply]
 
 
@@ -103,6 +159,7 @@ class Recorded(NamedTuple):
 class FakeLLMServer:
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.responder: Responder | None = None
+        self.faults: Faults | None = None
         self.requests: list[Recorded] = []
         self.responses: list[tuple[str, int, dict[str, Any]]] = []  # (provider, status, body)
         self._queues: dict[str, deque[Reply]] = {p: deque() for p in PROVIDERS}
@@ -141,7 +198,7 @@ class FakeLLMServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def base_url(self, provider: str) -> str:
         """What to put in ANTHROPIC_BASE_URL / OPENAI_BASE_URL / POLICYFORGE_OPENAI_BASE_URL /
@@ -170,15 +227,25 @@ class FakeLLMServer:
             for q in self._queues.values():
                 q.clear()
         self.responder = None
+        self.faults = None
 
     # used by the handler
 
     def _take(self, provider: str, path: str, headers: dict[str, str], body: dict) -> Reply:
         with self._lock:
             self.requests.append(Recorded(provider, path, headers, body))
+            fault = self.faults.pick(body) if self.faults is not None else None
+            if fault is not None and fault != "slow":
+                return _fault_reply(fault, self.faults)
             queue = self._queues[provider]
-            if queue:
-                return queue.popleft()
+            reply = queue.popleft() if queue else None
+        if reply is None:
+            reply = self._answer(provider, body)
+        if fault == "slow" and self.faults is not None and not isinstance(reply, Hang):
+            return Hang(self.faults.slow_s, reply)
+        return reply
+
+    def _answer(self, provider: str, body: dict) -> Reply:
         if self.responder is not None:
             try:
                 return self.responder(provider, body)
@@ -192,6 +259,15 @@ class FakeLLMServer:
     def _sent(self, provider: str, status: int, body: dict[str, Any]) -> None:
         with self._lock:
             self.responses.append((provider, status, body))
+
+
+def _fault_reply(kind: str, faults: Faults | None) -> Reply:
+    if kind == "429":
+        after = faults.retry_after_s if faults is not None else 1.0
+        return Error(429, "injected fault: rate limited", headers={"retry-after": f"{after:g}"})
+    if kind == "malformed":
+        return Malformed()
+    return Error(int(kind), f"injected fault: server error {kind}")
 
 
 def _queue_name(provider: str) -> str:
@@ -242,6 +318,12 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(reply, Hang):
             self.server.fake._wait(reply.seconds)
             reply = reply.then or Text("")
+        if isinstance(reply, Malformed):
+            self.server.fake._sent(
+                provider, 200, {"malformed": reply.body.decode(errors="replace")}
+            )
+            self._send_raw(200, reply.body, {})
+            return
         if isinstance(reply, Error):
             status, payload = (
                 reply.status,
@@ -254,7 +336,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, payload, headers)
 
     def _send(self, status: int, payload: dict, headers: Mapping[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._send_raw(status, json.dumps(payload).encode(), headers)
+
+    def _send_raw(self, status: int, data: bytes, headers: Mapping[str, str] | None) -> None:
         try:
             self.send_response(status)
             self.send_header("content-type", "application/json")
