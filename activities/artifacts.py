@@ -36,15 +36,21 @@ def public_endpoint_url() -> str | None:
     return os.environ.get("POLICYFORGE_S3_PUBLIC_URL") or None
 
 
-@lru_cache(maxsize=4)
-def _client(endpoint: str | None):
+# Error codes S3 servers answer a missing bucket with.
+_NO_BUCKET = {"404", "NoSuchBucket", "NotFound"}
+
+
+@lru_cache(maxsize=8)
+def _client(endpoint: str | None, attempts: int = 5):
     config = Config(
         # Path-style addressing and "when_required" checksums are what S3-compatible servers
         # (SeaweedFS, MinIO, RustFS) accept; AWS accepts them too.
         s3={"addressing_style": "path"},
         request_checksum_calculation="when_required",
         response_checksum_validation="when_required",
-        retries={"max_attempts": 5, "mode": "standard"},
+        retries={"max_attempts": attempts, "mode": "standard"},
+        # A caller that retries by itself (attempts=1) wants a quick answer from each try.
+        connect_timeout=5 if attempts == 1 else 60,
     )
     return boto3.session.Session().client(
         "s3",
@@ -59,17 +65,34 @@ def _client(endpoint: str | None):
 class ArtifactStore:
     """Thin, typed wrapper over one bucket."""
 
-    def __init__(self, bucket: str | None = None, endpoint: str | None = None) -> None:
+    def __init__(
+        self, bucket: str | None = None, endpoint: str | None = None, *, attempts: int = 5
+    ) -> None:
         self.bucket = bucket or bucket_name()
         self.endpoint = endpoint if endpoint is not None else endpoint_url()
-        self.client = _client(self.endpoint)
+        # attempts=1: the caller retries with its own budget (the compose bucket job).
+        self.client = _client(self.endpoint, attempts)
 
-    def ensure_bucket(self) -> None:
-        """Create the bucket unless it exists (embedded and local servers start empty)."""
+    def ensure_bucket(self) -> str:
+        """Create the bucket unless it exists (embedded and local servers start empty);
+        "exists" or "created". Any other error than a missing bucket (a refused key) is raised,
+        not answered with a create."""
         try:
             self.client.head_bucket(Bucket=self.bucket)
-        except ClientError:
+            return "exists"
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in _NO_BUCKET:
+                raise
+        try:
             self.client.create_bucket(Bucket=self.bucket)
+        except ClientError as exc:  # created meanwhile by another worker
+            if exc.response.get("Error", {}).get("Code") != "BucketAlreadyOwnedByYou":
+                raise
+        return "created"
+
+    def delete(self, key: str) -> None:
+        """Remove an object."""
+        self.client.delete_object(Bucket=self.bucket, Key=key)
 
     def put_bytes(
         self, key: str, data: bytes, content_type: str = "application/octet-stream"

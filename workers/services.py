@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -43,11 +44,24 @@ def find_binary(name: str, package: str) -> str:
     )
 
 
+_GIVEN: set[int] = set()  # ports free_port handed out in this process
+_GIVEN_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    """A TCP port free on localhost right now (for services started on free ports, and tests)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port free on localhost right now (for services started on free ports, and tests).
+
+    Never the same port twice in one process: services started side by side (the chaos lanes,
+    SeaweedFS's dozen ports) would otherwise race for a port the kernel offered to both.
+    """
+    with _GIVEN_LOCK:
+        while True:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in _GIVEN:
+                _GIVEN.add(port)
+                return port
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
@@ -93,7 +107,11 @@ class Service:
         return ServiceError(f"{self.name} {what}; its log ({self.log_path}) ends with:\n{tail}")
 
 
-def _spawn(name: str, argv: list[str], log_path: Path) -> Service:
+def _spawn(
+    name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None
+) -> Service:
+    """Start a service process (its output to `log_path`), with `env` over this process's
+    environment."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "ab")  # noqa: SIM115 - the child owns it for its lifetime
     proc = subprocess.Popen(
@@ -101,6 +119,7 @@ def _spawn(name: str, argv: list[str], log_path: Path) -> Service:
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
+        env={**os.environ, **env} if env else None,
         preexec_fn=_die_with_parent,
     )
     log.close()
@@ -174,8 +193,13 @@ def _wait_healthy(service: Service, temporal: str, port: int, timeout: float) ->
     )
 
 
-def start_seaweedfs(state_dir: Path, s3_port: int, bucket: str) -> Service:
-    """`weed mini` on loopback: it accepts any credentials, so it must never bind elsewhere."""
+def start_seaweedfs(
+    state_dir: Path, s3_port: int, bucket: str, credentials: tuple[str, str] | None = None
+) -> Service:
+    """`weed mini` on loopback. SeaweedFS takes its one identity from AWS_ACCESS_KEY_ID and
+    AWS_SECRET_ACCESS_KEY in its environment: `credentials` (key id, secret) set them; without
+    them it inherits this process's (none: it accepts any key, so it must never bind
+    elsewhere)."""
     if port_in_use(s3_port):
         raise ServiceError(
             f"port {s3_port} is in use; stop what holds it, set POLICYFORGE_S3_PORT, or point "
@@ -211,7 +235,10 @@ def start_seaweedfs(state_dir: Path, s3_port: int, bucket: str) -> Service:
         "-admin.ui=false",
         *(f"-{k}={v}" for k, v in ports.items()),
     ]
-    service = _spawn("SeaweedFS", argv, state_dir / "seaweedfs.log")
+    env = None
+    if credentials is not None:
+        env = {"AWS_ACCESS_KEY_ID": credentials[0], "AWS_SECRET_ACCESS_KEY": credentials[1]}
+    service = _spawn("SeaweedFS", argv, state_dir / "seaweedfs.log", env)
     _wait_port(service, s3_port, timeout=60)
     return service
 

@@ -87,10 +87,9 @@ class Steps:
 
     def __init__(self, state: SessionState) -> None:
         self.state = state
-        self.inp = state.inp
-        self.session_id = state.session_id
-        self.offline = state.offline
-        self.accounting = state.accounting
+        # Shorthands for what every step reads.
+        self.inp, self.session_id = state.inp, state.session_id
+        self.offline, self.accounting = state.offline, state.accounting
 
     async def call(
         self,

@@ -17,27 +17,9 @@ import sys
 import time
 import uuid
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-MISSING = {"404", "NoSuchBucket", "NotFound"}
-
-
-def _client(endpoint: str | None):
-    config = Config(
-        s3={"addressing_style": "path"},
-        request_checksum_calculation="when_required",
-        response_checksum_validation="when_required",
-        # One try per attempt: the loop below does the retrying, with its own budget.
-        retries={"max_attempts": 1, "mode": "standard"},
-        connect_timeout=5,
-        read_timeout=30,
-    )
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return boto3.session.Session().client(
-        "s3", endpoint_url=endpoint, region_name=region, config=config
-    )
+from activities.artifacts import ArtifactStore, bucket_name, endpoint_url
 
 
 def _error(exc: Exception) -> str:
@@ -47,33 +29,17 @@ def _error(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def ensure_bucket(client, bucket: str) -> str:
-    """Create the bucket unless it is there; returns what was done."""
-    try:
-        client.head_bucket(Bucket=bucket)
-        return "exists"
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") not in MISSING:
-            raise
-    try:
-        client.create_bucket(Bucket=bucket)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "BucketAlreadyOwnedByYou":
-            raise
-    return "created"
-
-
-def check_bucket(client, bucket: str) -> None:
+def check_bucket(store: ArtifactStore) -> None:
     """Write, read back and delete one object: what the workers will do."""
     key = f".policyforge-init/{uuid.uuid4().hex}"
     body = b"policyforge bucket check"
-    client.put_object(Bucket=bucket, Key=key, Body=body)
+    store.put_bytes(key, body)
     try:
-        got = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        got = store.get_bytes(key)
         if got != body:
             raise RuntimeError(f"read back {len(got)} bytes, wrote {len(body)}")
     finally:
-        client.delete_object(Bucket=bucket, Key=key)
+        store.delete(key)
 
 
 class SetupFailed(Exception):
@@ -95,23 +61,23 @@ def retry(step: str, run, attempts: int, delay: float):
 
 def main() -> int:
     """Create and check the bucket; 0 when it is usable, 1 with a one-line reason when not."""
-    bucket = os.environ.get("POLICYFORGE_BUCKET") or "policyforge"
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+    bucket, endpoint = bucket_name(), endpoint_url()
     where = endpoint or "AWS S3"
     try:
         attempts = max(1, int(os.environ.get("SETUP_ATTEMPTS") or 30))
         delay = float(os.environ.get("SETUP_RETRY_DELAY_S") or 2)
-        client = _client(endpoint)
+        # One try per attempt: the loop in retry() does the retrying, with its own budget.
+        store = ArtifactStore(bucket, endpoint, attempts=1)
         done = retry(
             f"creating bucket {bucket!r} at {where}",
-            lambda: ensure_bucket(client, bucket),
+            store.ensure_bucket,
             attempts,
             delay,
         )
         print(f"s3-init: bucket {bucket!r} {done} at {where}", flush=True)
         retry(
             f"checking bucket {bucket!r} at {where}",
-            lambda: check_bucket(client, bucket),
+            lambda: check_bucket(store),
             attempts,
             delay,
         )

@@ -18,22 +18,7 @@ fail() {
   exit 1
 }
 
-# The first non-blank line of $1 (the CLI puts the error there, details below it).
-first_line() { printf '%s\n' "$1" | awk 'NF { print; exit }'; }
-
-# retry WHAT COMMAND...: run COMMAND until it succeeds, at most SETUP_ATTEMPTS times; its output
-# is left in $out.
-retry() {
-  what=$1
-  shift
-  attempt=1
-  until out=$("$@" 2>&1); do
-    [ "$attempt" -lt "$SETUP_ATTEMPTS" ] \
-      || fail "$what failed after $attempt attempts: $(first_line "$out")"
-    attempt=$((attempt + 1))
-    sleep "$SETUP_RETRY_DELAY_S"
-  done
-}
+. "$(dirname "$0")/retry.sh"  # first_line, retry
 
 ensure_namespace() {
   temporal operator namespace describe -n "$NS" >/dev/null 2>&1 \

@@ -62,16 +62,8 @@ def compose_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
         "-s3.ip.bind=127.0.0.1",
         *(f"-{k}={v}" for k, v in ports.items()),
     ]
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ.update(keys)  # the child reads its identity from these
-    try:
-        weed: Service = _spawn("compose SeaweedFS", argv, data / "weed.log")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    # The child reads its identity from these.
+    weed: Service = _spawn("compose SeaweedFS", argv, data / "weed.log", keys)
     try:
         _wait_port(weed, s3_port, timeout=60)
         yield {**keys, "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{s3_port}"}

@@ -18,11 +18,6 @@ from workers.chaos.run import run_in_lanes, run_scenarios
 from workers.chaos.scenarios import LONG, SCENARIOS, SHORT
 
 
-# Off in CI until the lanes stop racing for free ports (a dev server lost its metrics port to
-# another lane in a full-suite run); run it with POLICYFORGE_CHAOS=1. Open work on issue #13.
-@pytest.mark.skipif(
-    not os.environ.get("POLICYFORGE_CHAOS"), reason="set POLICYFORGE_CHAOS=1 (port races, #13)"
-)
 async def test_every_short_scenario_finishes_everything_and_loses_nothing(tmp_path: Path):
     rows = await run_in_lanes(list(SCENARIOS), SHORT, tmp_path)
     print("\n" + table(rows))

@@ -139,19 +139,10 @@ class Stack:
 
     def start_s3(self) -> None:
         """Start (or restart, on the same port and data folder) SeaweedFS, and wait for it."""
-        # SeaweedFS takes its one identity from AWS_* in its environment: the stack's own keys,
-        # whatever this process has (the test suite sets others for its shared S3 server).
-        keys = {"AWS_ACCESS_KEY_ID": "policyforge-chaos", "AWS_SECRET_ACCESS_KEY": self.s3_secret}
-        saved = {k: os.environ.get(k) for k in keys}
-        os.environ.update(keys)
-        try:
-            self.s3 = start_seaweedfs(self.root / "s3", self.s3_port, BUCKET)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        # The stack's own keys, whatever AWS_* this process has (the test suite sets others).
+        self.s3 = start_seaweedfs(
+            self.root / "s3", self.s3_port, BUCKET, ("policyforge-chaos", self.s3_secret)
+        )
         deadline = time.monotonic() + 60
         while True:  # the S3 port opens before the filer is ready
             try:

@@ -7,13 +7,15 @@ the error that names it ("validate did not finish within 150s", "anthropic did n
 time") rather than as a bare activity timeout, and the activity still has time to report it.
 `tests/activities/test_timeouts.py` checks inner < outer for every activity.
 
-Standard library only: the workflow sandbox imports this module.
+Light (the contracts and the standard library): the workflow sandbox imports this module.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+
+from workflows.contracts import activities
 
 # Activities that heartbeat do so this often (a timer, independent of the work's progress) ...
 HEARTBEAT_EVERY = timedelta(seconds=10)
@@ -62,20 +64,9 @@ def train(timesteps: int) -> Deadline:
     )
 
 
-LLM_ACTIVITIES = (
-    "elicit_criteria",
-    "author_reward",
-    "author_judge",
-    "review_reward",
-    "fix_code",
-    "revise_reward",
-    "vlm_criteria",
-    "vlm_judge",
-    "synthesize_judgment",
-    "ask_video",
-)
 FIXED: dict[str, Deadline] = {
-    **dict.fromkeys(LLM_ACTIVITIES, LLM),
+    # Every activity of the llm pool is one LLM call.
+    **{ref.name: LLM for ref in activities.ALL if ref.pool == "llm"},
     "validate_reward": VALIDATE,
     "validate_judge": VALIDATE,
     "evaluate_policy": EVALUATE,
