@@ -137,6 +137,27 @@ class ArtifactStore:
             return False
         return True
 
+    def size(self, key: str) -> int | None:
+        """An object's size in bytes (None: no such object)."""
+        try:
+            return int(self.client.head_object(Bucket=self.bucket, Key=key)["ContentLength"])
+        except ClientError:
+            return None
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        """Bytes start..end (inclusive) of an object: what a video player asks for."""
+        rng = f"bytes={start}-{end}"
+        return self.client.get_object(Bucket=self.bucket, Key=key, Range=rng)["Body"].read()
+
+    def list_folders(self, prefix: str) -> list[str]:
+        """The folders directly under a prefix (each ending in a slash)."""
+        folders: list[str] = []
+        for page in self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=prefix, Delimiter="/"
+        ):
+            folders.extend(p["Prefix"] for p in page.get("CommonPrefixes", []))
+        return folders
+
     def list_keys(self, prefix: str) -> list[str]:
         """Every key under a prefix, across result pages."""
         keys: list[str] = []

@@ -12,7 +12,7 @@ say() { printf '[setup] %s\n' "$*" >&2; }
 
 # 1. System packages: Mesa EGL for headless MuJoCo rendering (video is encoded by PyAV, which
 #    ships its own FFmpeg).
-SYSTEM_PACKAGES=(libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri)
+SYSTEM_PACKAGES=(libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri chromium)
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for pkg in "${SYSTEM_PACKAGES[@]}"; do

@@ -58,7 +58,7 @@ def run_record(
 
 
 async def start_session(
-    client: Client, queue_prefix: str, **inputs: Any
+    client: Client, queue_prefix: str, memo: dict[str, Any] | None = None, **inputs: Any
 ) -> WorkflowHandle[SessionWorkflow, SessionResult]:
     """A SessionWorkflow started on the llm queue of `queue_prefix`, its pools told that prefix."""
     return await client.start_workflow(
@@ -67,4 +67,5 @@ async def start_session(
         id=f"{queue_prefix}-{uuid.uuid4().hex[:8]}",
         task_queue=task_queue("llm", queue_prefix),
         result_type=SessionResult,
+        memo=memo,
     )

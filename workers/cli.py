@@ -36,7 +36,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("dev", help="embedded Temporal + S3 and all three worker pools in one process")
+    dev = sub.add_parser(
+        "dev", help="embedded Temporal + S3, the dashboard and the three worker pools, one process"
+    )
+    dev.add_argument("--no-dashboard", action="store_true", help="leave the dashboard out")
+
+    ui = sub.add_parser("ui", help="the web dashboard against TEMPORAL_ADDRESS and S3")
+    ui.add_argument("--host", default=None, help="bind address (default 127.0.0.1)")
+    ui.add_argument("--port", type=int, default=None, help="port (default 8234)")
 
     worker = sub.add_parser("worker", help="run one or more worker pools against TEMPORAL_ADDRESS")
     worker.add_argument("pools", nargs="+", choices=["llm", "train", "judge"])
@@ -83,6 +90,15 @@ def _parser() -> argparse.ArgumentParser:
             steer_cmd.add_argument("reason", nargs="?", default="")
         else:
             steer_cmd.add_argument("iterations", type=int)
+    suite = sub.add_parser(
+        "bench", help="a benchmark: every case of a CSV as a session, pass rates by group"
+    )
+    suite.add_argument("cases_csv", type=Path, help="env_id,instruction[,category,difficulty]")
+    suite.add_argument("--max-parallel", type=int, default=2, help="sessions at once (2)")
+    suite.add_argument("--id", dest="benchmark_id", default=None, help="workflow id to use")
+    suite.add_argument("--detach", action="store_true", help="start and return at once")
+    suite.add_argument("--json", action="store_true", help="print the result as JSON")
+    _session_options(suite)
     bench = sub.add_parser(
         "bench-sandbox", help="what the sandbox costs: sandboxed vs in-process unguarded, one run"
     )
@@ -114,6 +130,11 @@ def _parser() -> argparse.ArgumentParser:
 def _session_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("prompt")
     p.add_argument("--env", required=True, dest="env_id", help=", ".join(ENV_IDS))
+    _session_options(p)
+
+
+def _session_options(p: argparse.ArgumentParser) -> None:
+    """The options of a session (`run`), which `bench` applies to every case."""
     p.add_argument("--timesteps", type=int, default=None, help="training budget per iteration")
     p.add_argument("--max-iterations", type=int, default=None)
     p.add_argument("--seeds", type=int, default=None, help="training runs per iteration")
@@ -176,13 +197,14 @@ SESSION_FIELDS = (
 
 def session_input(args: argparse.Namespace) -> dict[str, Any]:
     """The SessionInput fields `run` was given; the rest keep the workflow's defaults."""
+    return {"prompt": args.prompt, "env_id": args.env_id, **session_options(args)}
+
+
+def session_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The session options given (the model always: the default one when none was)."""
     from activities.llm.provider import default_model
 
-    data: dict[str, Any] = {
-        "prompt": args.prompt,
-        "env_id": args.env_id,
-        "llm_model": args.llm_model or default_model(),
-    }
+    data: dict[str, Any] = {"llm_model": args.llm_model or default_model()}
     given = {"total_timesteps": args.timesteps, **{f: getattr(args, f) for f in SESSION_FIELDS}}
     data.update((field, value) for field, value in given.items() if value is not None)
     return data
@@ -222,7 +244,7 @@ def _main(argv: list[str] | None) -> None:
     # The CLI's own output is for people; JSON logs go to stderr at warning and above. Only the
     # commands that host workers log at the configured level (demo sends its logs to a file).
     configure_logging(
-        settings.log_level if args.command in ("dev", "worker", "demo") else "warning"
+        settings.log_level if args.command in ("dev", "worker", "demo", "ui") else "warning"
     )
     from workers.client import NoServerError
 
@@ -230,7 +252,14 @@ def _main(argv: list[str] | None) -> None:
         if args.command == "dev":
             from workers.dev import run_dev
 
-            run_dev(settings)
+            run_dev(settings, dashboard=not args.no_dashboard)
+        elif args.command == "ui":
+            from dataclasses import replace
+
+            from workers.dashboard.server import run_ui
+
+            given = {"dashboard_host": args.host, "dashboard_port": args.port}
+            run_ui(replace(settings, **{k: v for k, v in given.items() if v is not None}))
         elif args.command == "worker":
             from workers.main import run_pool_process
 
@@ -260,7 +289,16 @@ def _main(argv: list[str] | None) -> None:
         elif args.command in ("check-reward", "check-judge"):
             cmd_check(args)
         elif args.command in STEERING:
-            print(asyncio.run(_steering_update(args)))
+            from workers.sessions import SteeringRefused
+
+            try:
+                print(asyncio.run(_steering_update(args)))
+            except SteeringRefused as exc:
+                raise SystemExit(f"error: {exc}") from None
+        elif args.command == "bench":
+            from workers.bench import cmd_bench
+
+            cmd_bench(args, session_options(args))
         elif args.command == "bench-sandbox":
             cmd_bench_sandbox(args)
         elif args.command == "bench-train":

@@ -35,7 +35,11 @@ def services_for(
 
 
 def banner(
-    endpoints: Endpoints, settings: Settings, embedded: list[str], metrics: bool = False
+    endpoints: Endpoints,
+    settings: Settings,
+    embedded: list[str],
+    metrics: bool = False,
+    dashboard: bool = False,
 ) -> str:
     """What `policyforge dev` prints at start: where Temporal, S3 and the Web UI are, which of
     them are embedded, and how to start a session from another terminal."""
@@ -50,6 +54,8 @@ def banner(
         f"  S3         {endpoints.s3_endpoint or 'AWS default'}"
         + ("  (embedded SeaweedFS)" if "s3" in embedded else ""),
     ]
+    if dashboard:
+        lines.append(f"  Dashboard  {settings.dashboard_url}  (sessions, videos, curves, steering)")
     if endpoints.ui_url:
         lines.append(f"  Web UI     {endpoints.ui_url}")
     if metrics:
@@ -75,9 +81,20 @@ def require_local_binaries(embedded: list[str]) -> None:
             raise SystemExit(f"error: policyforge dev: {exc}") from None
 
 
-def run_dev(settings: Settings) -> None:
-    """`policyforge dev`: embed what is not configured elsewhere and run all three pools here
-    until Ctrl-C."""
+def check_dashboard(settings: Settings) -> None:
+    """Exit with one line, before the pools start, when the dashboard cannot be served safely
+    (off loopback without a token)."""
+    from workers.dashboard.auth import AuthConfigError, check_config
+
+    try:
+        check_config(settings.dashboard_host, settings.dashboard_token)
+    except AuthConfigError as exc:
+        raise SystemExit(f"error: policyforge dev: {exc}") from None
+
+
+def run_dev(settings: Settings, dashboard: bool = True) -> None:
+    """`policyforge dev`: embed what is not configured elsewhere and run all three pools (and
+    the dashboard) here until Ctrl-C."""
     from workers.client import connect
     from workers.metrics import serves_metrics, worker_runtime
     from workers.pools import run_pools
@@ -94,12 +111,22 @@ def run_dev(settings: Settings) -> None:
     with services_for(settings, settings.state_dir, fixed_ports=True) as endpoints:
         # One process, one metrics endpoint for the three pools.
         runtime = worker_runtime(settings.metrics_port)
-        print(banner(endpoints, settings, embedded, serves_metrics(runtime)), flush=True)
+        if dashboard:
+            check_dashboard(settings)
 
         async def go() -> None:
             # The embedded server takes no profile's TLS or API key (TEMPORAL_ADDRESS is its).
             client = await connect(Settings(), runtime=runtime, profile="temporal" not in embedded)
-            await run_pools(client, settings, ["llm", "train", "judge"])
+            async with contextlib.AsyncExitStack() as stack:
+                if dashboard:
+                    from workers.dashboard.server import serving
+
+                    await stack.enter_async_context(serving(client, settings))
+                print(
+                    banner(endpoints, settings, embedded, serves_metrics(runtime), dashboard),
+                    flush=True,
+                )
+                await run_pools(client, settings, ["llm", "train", "judge"])
 
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(go())

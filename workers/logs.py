@@ -24,7 +24,13 @@ from temporalio import activity, workflow
 # Libraries that log every request or credential lookup at info: at warning, unless debug.
 CHATTY = ("botocore", "boto3", "s3transfer", "urllib3", "httpx", "httpcore", "google_genai")
 # The attributes every LogRecord has; any other attribute came with the call's `extra`.
-_RECORD_ATTRS = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
+# uvicorn's `color_message` is its message again with terminal colours: not data.
+_RECORD_ATTRS = set(logging.makeLogRecord({}).__dict__) | {
+    "message",
+    "asctime",
+    "taskName",
+    "color_message",
+}
 
 
 def add_temporal_context(_: WrappedLogger, __: str, event: EventDict) -> EventDict:

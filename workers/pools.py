@@ -13,27 +13,44 @@ import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from typing import Any
 
 import structlog
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from workers.settings import Settings
+from workflows.benchmark import BenchmarkWorkflow
 from workflows.contracts.queues import task_queue
 from workflows.session import SessionWorkflow
 
 
+def pool_activities(pool: str) -> list[Callable[..., Any]]:
+    """The activities a pool's workers run (imported only by the pools that run them)."""
+    if pool == "llm":
+        from activities.llm.activities import LLM_ACTIVITIES
+
+        return list(LLM_ACTIVITIES)
+    if pool == "train":
+        from activities.training.activities import TRAIN_ACTIVITIES
+
+        return list(TRAIN_ACTIVITIES)
+    from activities.benchmarks import store_benchmark
+    from activities.judging.activities import JUDGE_ACTIVITIES
+
+    return [*JUDGE_ACTIVITIES, store_benchmark]
+
+
 def llm_worker(client: Client, settings: Settings) -> Worker:
-    """The llm pool: sessions (workflow code) and every LLM call, many at a time (I/O bound);
-    each call's tokens and cost go to the metrics endpoint."""
-    from activities.llm.activities import LLM_ACTIVITIES
+    """The llm pool: sessions and benchmarks (workflow code) and every LLM call, many at a
+    time (I/O bound); each call's tokens and cost go to the metrics endpoint."""
     from workers.metrics import LLMUsageMetrics
 
     return Worker(
         client,
         task_queue=task_queue("llm", settings.queue_prefix),
-        workflows=[SessionWorkflow],
-        activities=LLM_ACTIVITIES,
+        workflows=[SessionWorkflow, BenchmarkWorkflow],
+        activities=pool_activities("llm"),
         activity_executor=ThreadPoolExecutor(32),
         max_concurrent_activities=32,
         interceptors=[LLMUsageMetrics()],
@@ -42,14 +59,12 @@ def llm_worker(client: Client, settings: Settings) -> Worker:
 
 def train_worker(client: Client, settings: Settings) -> Worker:
     """The train pool: reward validation, training and evaluation rollouts, one run per slot."""
-    from activities.training.activities import TRAIN_ACTIVITIES
-
     # Each training run is a single-threaded child process: one run per core.
     slots = max(1, settings.train_concurrency)
     return Worker(
         client,
         task_queue=task_queue("train", settings.queue_prefix),
-        activities=TRAIN_ACTIVITIES,
+        activities=pool_activities("train"),
         activity_executor=ThreadPoolExecutor(slots + 2),
         max_concurrent_activities=slots,
         # Heartbeats carry the progress `policyforge run` shows; by default the SDK sends them
@@ -59,13 +74,12 @@ def train_worker(client: Client, settings: Settings) -> Worker:
 
 
 def judge_worker(client: Client, settings: Settings) -> Worker:
-    """The judge pool: judging rollouts and the agents' read-only session tools."""
-    from activities.judging.activities import JUDGE_ACTIVITIES
-
+    """The judge pool: judging rollouts, the agents' read-only session tools, and storing
+    benchmark results."""
     return Worker(
         client,
         task_queue=task_queue("judge", settings.queue_prefix),
-        activities=JUDGE_ACTIVITIES,
+        activities=pool_activities("judge"),
         activity_executor=ThreadPoolExecutor(8),
         max_concurrent_activities=8,
     )

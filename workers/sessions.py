@@ -17,7 +17,13 @@ from datetime import timedelta
 from typing import Any
 
 from rich.console import Console
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
 from temporalio.exceptions import (
     ActivityError,
     CancelledError,
@@ -95,6 +101,12 @@ def workflow_id_for(prompt: str) -> str:
     return f"pf-{slug}-{uuid.uuid4().hex[:8]}"
 
 
+def session_memo(prompt: str, settings: Settings) -> dict[str, str]:
+    """What a session's start records beside its input: the prompt (the dashboard's list shows
+    it) and where the dashboard is (the Web UI's details link to the session's page there)."""
+    return {"prompt": prompt, "dashboard_url": settings.dashboard_url}
+
+
 async def start_and_follow(
     data: dict[str, Any], *, workflow_id: str | None, detach: bool, as_json: bool
 ) -> SessionResult | None:
@@ -113,9 +125,11 @@ async def start_and_follow(
         id=wid,
         task_queue=task_queue("llm", settings.queue_prefix),
         result_type=SessionResult,
+        memo=session_memo(data["prompt"], settings),
     )
     ui_link = settings.ui_link(wid, client.namespace)
     console.print(f"session {wid} started  ({ui_link})")
+    console.print(f"  dashboard: {settings.dashboard_url}/sessions/{wid}")
     if detach:
         console.print(f"follow it with: policyforge status {wid}")
         return None
@@ -158,12 +172,9 @@ async def show_status(session_id: str, as_json: bool) -> None:
     print_status(console, session_id, desc.status, status, ui_link, error)
 
 
-async def live_timesteps(
-    handle: WorkflowHandle[Any, Any],
-) -> tuple[int | None, WorkflowExecutionStatus | None]:
-    """Timesteps of running training activities, from their heartbeats (mean over seeds),
-    and the workflow's execution status."""
-    desc = await handle.describe()
+def training_timesteps(desc: WorkflowExecutionDescription) -> int | None:
+    """Timesteps of a session's running training activities, from their heartbeats (mean
+    over seeds); None when none is training."""
     steps = []
     for pending in desc.raw_description.pending_activities:
         if pending.activity_type.name != "train_policy" or not pending.heartbeat_details.payloads:
@@ -173,7 +184,15 @@ async def live_timesteps(
             steps.append(int(details["timesteps"]))
         except (ValueError, KeyError, TypeError):
             continue
-    return (sum(steps) // len(steps) if steps else None), desc.status
+    return sum(steps) // len(steps) if steps else None
+
+
+async def live_timesteps(
+    handle: WorkflowHandle[Any, Any],
+) -> tuple[int | None, WorkflowExecutionStatus | None]:
+    """Timesteps of running training activities and the workflow's execution status."""
+    desc = await handle.describe()
+    return training_timesteps(desc), desc.status
 
 
 async def query_status(
@@ -218,57 +237,76 @@ async def follow(
     return await handle.result()
 
 
-async def approve(session_id: str, *, reject: bool = False, note: str = "") -> str:
+class SteeringRefused(RuntimeError):
+    """An update the session refused, or a session that is not there; one line saying why."""
+
+
+async def approve(
+    session_id: str, *, reject: bool = False, note: str = "", client: Client | None = None
+) -> str:
     """Approve (or reject, with a note) the reward waiting at the session's approval gate."""
     from workflows.contracts.steering import ApprovalDecision
     from workflows.session import SessionWorkflow
 
     decision = ApprovalDecision(approve=not reject, note=note)
     return await _update(
-        session_id, "approve", lambda h: h.execute_update(SessionWorkflow.approve_reward, decision)
+        session_id,
+        "approve",
+        lambda h: h.execute_update(SessionWorkflow.approve_reward, decision),
+        client,
     )
 
 
-async def give_feedback(session_id: str, text: str) -> str:
+async def give_feedback(session_id: str, text: str, client: Client | None = None) -> str:
     """Feedback for the reviser to take into the session's next iteration."""
     from workflows.session import SessionWorkflow
 
     return await _update(
-        session_id, "feedback", lambda h: h.execute_update(SessionWorkflow.give_feedback, text)
+        session_id,
+        "feedback",
+        lambda h: h.execute_update(SessionWorkflow.give_feedback, text),
+        client,
     )
 
 
-async def abort(session_id: str, reason: str) -> str:
+async def abort(session_id: str, reason: str, client: Client | None = None) -> str:
     """Stop the session: running work is cancelled, the best policy so far is kept."""
     from workflows.session import SessionWorkflow
 
     return await _update(
-        session_id, "abort", lambda h: h.execute_update(SessionWorkflow.abort, reason)
+        session_id, "abort", lambda h: h.execute_update(SessionWorkflow.abort, reason), client
     )
 
 
-async def extend(session_id: str, iterations: int) -> str:
+async def extend(session_id: str, iterations: int, client: Client | None = None) -> str:
     """Allow the session this many more iterations."""
     from workflows.session import SessionWorkflow
 
     return await _update(
-        session_id, "extend", lambda h: h.execute_update(SessionWorkflow.extend, iterations)
+        session_id,
+        "extend",
+        lambda h: h.execute_update(SessionWorkflow.extend, iterations),
+        client,
     )
 
 
 async def _update(
-    session_id: str, command: str, send: Callable[[WorkflowHandle[Any, Any]], Awaitable[str]]
+    session_id: str,
+    command: str,
+    send: Callable[[WorkflowHandle[Any, Any]], Awaitable[str]],
+    client: Client | None,
 ) -> str:
-    """One update on a running session; its answer, or the validator's reason as an error."""
+    """One update on a running session (the CLI and the dashboard send the same); its answer,
+    or SteeringRefused with the validator's reason."""
     from temporalio.client import WorkflowUpdateFailedError
     from temporalio.service import RPCError
 
-    client = await connect(Settings())
+    client = client or await connect(Settings())
     handle = client.get_workflow_handle(session_id)
     try:
         return await send(handle)
     except WorkflowUpdateFailedError as exc:
         cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
-        raise SystemExit(f"error: {command} refused: {cause}") from None
+        raise SteeringRefused(f"{command} refused: {cause}") from None
     except RPCError as exc:
-        raise SystemExit(f"error: session {session_id!r}: {exc.message}") from None
+        raise SteeringRefused(f"session {session_id!r}: {exc.message}") from None

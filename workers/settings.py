@@ -60,6 +60,24 @@ class Settings:
     # this port, all interfaces (0: none).
     metrics_port: int = field(default_factory=lambda: _int("POLICYFORGE_METRICS_PORT", 9464))
 
+    # The dashboard (`policyforge ui`, embedded in `policyforge dev`): where it listens, the
+    # token it asks for (required off loopback), and where a browser reaches it (for links).
+    dashboard_host: str = field(
+        default_factory=lambda: os.environ.get("POLICYFORGE_DASHBOARD_HOST", "127.0.0.1")
+    )
+    dashboard_port: int = field(default_factory=lambda: _int("POLICYFORGE_DASHBOARD_PORT", 8234))
+    dashboard_token: str | None = field(
+        default_factory=lambda: os.environ.get("POLICYFORGE_DASHBOARD_TOKEN") or None
+    )
+    dashboard_public_url: str | None = field(
+        default_factory=lambda: os.environ.get("POLICYFORGE_DASHBOARD_URL") or None
+    )
+
+    @property
+    def dashboard_url(self) -> str:
+        """Where a browser reaches the dashboard: POLICYFORGE_DASHBOARD_URL, else this host."""
+        return (self.dashboard_public_url or f"http://localhost:{self.dashboard_port}").rstrip("/")
+
     @property
     def address(self) -> str:
         """TEMPORAL_ADDRESS, or the local default (clients take a Temporal profile's address

@@ -5,13 +5,16 @@ from __future__ import annotations
 from workflows.contracts.session import SessionStatus
 
 
-def details_markdown(status: SessionStatus) -> str:
-    """The session's status as markdown: what the Web UI shows as the workflow's details."""
+def details_markdown(status: SessionStatus, dashboard: str | None = None) -> str:
+    """The session's status as markdown: what the Web UI shows as the workflow's details, with
+    a link to the session's dashboard page when there is one."""
     lines = [
         f"**{status.prompt}** on `{status.env_id}`, author {status.model_label}",
         f"stage **{status.stage}**, iteration {status.iteration}/{status.max_iterations}"
         + (f", best score {status.best_score:.2f}" if status.best_score is not None else ""),
     ]
+    if dashboard:
+        lines.append(f"[Open in the policyforge dashboard]({dashboard}): videos, curves, code")
     if status.awaiting_approval is not None:
         lines.append(
             f"waiting for approval of iteration {status.awaiting_approval}: "

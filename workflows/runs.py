@@ -72,6 +72,8 @@ async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> Iterat
         passed=best_judgment.passed,
         diagnosis=best_judgment.diagnosis + (f" ({'; '.join(notes)})" if notes else ""),
         failure_tags=best_judgment.failure_tags,
+        code_score=best_judgment.code_score,
+        visual_score=best_judgment.visual_score,
         best_run=best_run,
         runs=len(runs),
         candidate=candidate,

@@ -17,7 +17,11 @@ ENV = SearchAttributeKey.for_keyword("PolicyforgeEnv")
 ITERATION = SearchAttributeKey.for_int("PolicyforgeIteration")
 BEST_SCORE = SearchAttributeKey.for_float("PolicyforgeBestScore")
 PASSED = SearchAttributeKey.for_bool("PolicyforgePassed")
-KEYS: tuple[SearchAttributeKey[Any], ...] = (STAGE, ENV, ITERATION, BEST_SCORE, PASSED)
+# The author's model label ("offline (no LLM)", "claude-..."); sessions of 0.1.0 lack it.
+MODEL = SearchAttributeKey.for_keyword("PolicyforgeModel")
+KEYS: tuple[SearchAttributeKey[Any], ...] = (STAGE, ENV, ITERATION, BEST_SCORE, PASSED, MODEL)
+# Sessions upsert MODEL behind this patch, so histories recorded before it replay.
+MODEL_PATCH = "model-search-attribute"
 
 # Type names as the `temporal` CLI spells them (`--search-attribute Name=Type`, `--type`).
 _CLI_TYPES = {
@@ -33,11 +37,20 @@ _CLI_TYPES = {
 SEARCH_ATTRIBUTES: dict[str, str] = {key.name: _CLI_TYPES[key.indexed_value_type] for key in KEYS}
 
 
-def values(stage: str, env_id: str, iteration: int, best: float | None, passed: bool) -> tuple:
-    """The attributes' values in `KEYS` order (no best score yet: -1), compared before upserts."""
-    return (stage, env_id, iteration, -1.0 if best is None else round(best, 4), passed)
+def values(
+    stage: str,
+    env_id: str,
+    iteration: int,
+    best: float | None,
+    passed: bool,
+    model: str | None = None,
+) -> tuple:
+    """The attributes' values in `KEYS` order (no best score yet: -1; no model: left out, as
+    before `MODEL_PATCH`), compared before upserts."""
+    head = (stage, env_id, iteration, -1.0 if best is None else round(best, 4), passed)
+    return head if model is None else (*head, model)
 
 
 def updates(current: tuple) -> list[Any]:
-    """The upsert of every attribute to the given values."""
-    return [key.value_set(value) for key, value in zip(KEYS, current, strict=True)]
+    """The upsert of the attributes to the given values (the first len(current) of `KEYS`)."""
+    return [key.value_set(value) for key, value in zip(KEYS, current, strict=False)]

@@ -89,8 +89,14 @@ class SessionState:
         changes.setdefault("feedback_pending", len(self.steering.feedback))
         changes.setdefault("signal_errors", list(self.steering.signal_errors))
         self.status = self.status.model_copy(update={"stage": stage, **changes})
-        workflow.set_current_details(details_markdown(self.status))
+        workflow.set_current_details(details_markdown(self.status, self.dashboard_link()))
         self._publish_search_attributes()
+
+    def dashboard_link(self) -> str | None:
+        """This session's page in the dashboard, when whoever started it said where that is
+        (memo `dashboard_url`, set by the CLI and the benchmark; start-time data, replay-safe)."""
+        base = workflow.memo_value("dashboard_url", None, type_hint=str)
+        return f"{base.rstrip('/')}/sessions/{self.session_id}" if base else None
 
     def _publish_search_attributes(self) -> None:
         """Upsert the search attributes when they changed (each upsert is a history event)."""
@@ -98,8 +104,9 @@ class SessionState:
         if not self.inp.search_attributes:
             return
         passed = any(r.passed for r in status.iterations)
+        model = status.model_label if workflow.patched(search.MODEL_PATCH) else None
         current = search.values(
-            status.stage, status.env_id, status.iteration, status.best_score, passed
+            status.stage, status.env_id, status.iteration, status.best_score, passed, model
         )
         if current != self._search_values:
             self._search_values = current

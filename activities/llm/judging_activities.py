@@ -17,6 +17,7 @@ from activities.llm.agents.common import answer_text, ask, render_prompt
 from activities.llm.provider import llm_only
 from activities.llm.providers.base import Media
 from activities.logs import activity_logger
+from workflows.contracts import keys
 from workflows.contracts.activities import (
     ASK_VIDEO,
     SYNTHESIZE_JUDGMENT,
@@ -67,12 +68,17 @@ def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
     verdicts, call = vlm.judge_video(req.prompt, criteria, media, req.llm_model)
     score = sum(v["score"] for v in verdicts) / max(len(verdicts), 1)
     log.info("video judged", shown=shown, score=score)
-    return VisualJudgment(
+    judgment = VisualJudgment(
         score=round(score, 4),
         verdicts=[VisualVerdict(**v) for v in verdicts],
         shown=shown,
         usage=call,
     )
+    # Next to the video, for people and the dashboard (the workflow keeps only the score).
+    visual_key = keys.visual_judgment_key(req.video_key)
+    if visual_key is not None:
+        ArtifactStore().put_text(visual_key, judgment.model_dump_json(exclude={"usage"}, indent=1))
+    return judgment
 
 
 @implements(SYNTHESIZE_JUDGMENT)

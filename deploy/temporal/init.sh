@@ -52,7 +52,7 @@ retry "listing the search attributes of namespace $NS" \
 existing=$out
 wanted=""
 for attr in PolicyforgeStage=Keyword PolicyforgeEnv=Keyword PolicyforgeIteration=Int \
-            PolicyforgeBestScore=Double PolicyforgePassed=Bool; do
+            PolicyforgeBestScore=Double PolicyforgePassed=Bool PolicyforgeModel=Keyword; do
   wanted="$wanted $attr"
   have=$(type_in "${attr%%=*}" "$existing")
   if [ -z "$have" ]; then

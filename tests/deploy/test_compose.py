@@ -22,8 +22,9 @@ COMPOSE = ROOT / "docker-compose.yml"
 ENV_EXAMPLE = ROOT / ".env.example"
 SCHEMA = ROOT / ".venv" / "share" / "compose-spec" / "compose-spec.json"
 POLICYFORGE_DOCKERFILE = "deploy/Dockerfile"
-# ${VAR}, ${VAR:-default}, ${VAR-default}: settings; $${VAR} is the container's own variable.
-SETTING = re.compile(r"(?<!\$)\$\{([A-Z0-9_]+)(?::?-([^}]*))?\}")
+# ${VAR}, ${VAR:-default}, ${VAR-default}: settings; ${VAR:?message}: a setting without a
+# default, which compose refuses to start without; $${VAR} is the container's own variable.
+SETTING = re.compile(r"(?<!\$)\$\{([A-Z0-9_]+)(?::?(-|\?)([^}]*))?\}")
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,8 @@ def _default(value: str) -> str:
     """The value compose gives `${VAR:-default}` when VAR is not set."""
     match = SETTING.fullmatch(value)
     assert match, f"{value!r} is not a ${{VAR:-default}} setting"
-    return match.group(2) or ""
+    assert match.group(2) != "?", f"{value!r} has no default"
+    return match.group(3) or ""
 
 
 def _builds_our_image(service: dict) -> bool:
@@ -98,7 +100,7 @@ def test_every_policyforge_service_runs_an_entry_point_the_image_provides(compos
     for name, service in ours.items():
         command = service["command"]
         args = _parser().parse_args(command)  # SystemExit on a command the CLI does not have
-        assert args.command == "worker", name
+        assert args.command == ("ui" if name == "dashboard" else "worker"), name
     pools = {tuple(ours[n]["command"][1:]) for n in ("llm-worker", "train-worker", "judge-worker")}
     assert pools == {("llm",), ("train",), ("judge",)}
     # The bucket job runs the same image with python, on the workers' S3 settings.
@@ -201,8 +203,24 @@ def test_every_setting_is_in_env_example():
 def test_env_example_gives_the_compose_defaults():
     example = _env_example()
     for match in SETTING.finditer(COMPOSE.read_text()):
-        variable, default = match.group(1), match.group(2) or ""
-        assert example[variable] == default, f".env.example: {variable}={default!r}"
+        variable, required, default = match.group(1), match.group(2) == "?", match.group(3) or ""
+        if required:  # no default: .env.example leaves it empty, so compose says to set it
+            assert example[variable] == "", f".env.example: {variable}= (empty: required)"
+            assert variable in default, f"{variable}: its message must name it"
+        else:
+            assert example[variable] == default, f".env.example: {variable}={default!r}"
+
+
+def test_the_dashboard_needs_a_token_to_come_up(compose):
+    service = compose["services"]["dashboard"]
+    env = service["environment"]
+    assert service["command"] == ["ui"] and env["POLICYFORGE_DASHBOARD_HOST"] == "0.0.0.0"
+    assert SETTING.fullmatch(env["POLICYFORGE_DASHBOARD_TOKEN"]).group(2) == "?"
+    port = _default(SETTING.match(service["ports"][0]).group())
+    assert _default(env["POLICYFORGE_DASHBOARD_URL"]) == f"http://localhost:{port}"
+    # The workers' links (and the Web UI details of sessions started there) name it too.
+    worker = compose["services"]["llm-worker"]["environment"]
+    assert _default(worker["POLICYFORGE_DASHBOARD_URL"]) == f"http://localhost:{port}"
 
 
 # Upstream defaults (temporalio/temporal common/dynamicconfig/constants.go, v1.31.2 and the

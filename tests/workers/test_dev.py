@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.request import urlopen
 
 from workers.services import free_port, port_in_use
 
@@ -24,6 +25,8 @@ def dev_env(state: Path) -> dict[str, str]:
         POLICYFORGE_TEMPORAL_PORT=str(free_port()),
         POLICYFORGE_S3_PORT=str(free_port()),
         POLICYFORGE_UI_PORT=str(free_port()),
+        POLICYFORGE_DASHBOARD_PORT=str(free_port()),
+        POLICYFORGE_METRICS_PORT="0",
         POLICYFORGE_TRAIN_CONCURRENCY="1",
     )
     return env
@@ -57,6 +60,8 @@ def test_dev_then_run_then_status_then_ctrl_c(tmp_path: Path):
         assert f"127.0.0.1:{env['POLICYFORGE_TEMPORAL_PORT']}" in banner
         assert "embedded SeaweedFS" in banner
         assert f"http://localhost:{env['POLICYFORGE_UI_PORT']}" in banner
+        dashboard = f"http://localhost:{env['POLICYFORGE_DASHBOARD_PORT']}"
+        assert f"Dashboard  {dashboard}" in banner
 
         run = subprocess.run(
             [
@@ -86,6 +91,14 @@ def test_dev_then_run_then_status_then_ctrl_c(tmp_path: Path):
         assert result["model_label"] == "offline (no LLM)"
         assert len(result["iterations"]) == 1
         assert result["best"]["best_run"]["video_key"].endswith("videos/eval.mp4")
+        assert f"dashboard: {dashboard}/sessions/dev-run-1" in run.stderr + run.stdout
+
+        # The session is in the dashboard's list, with its prompt, and its page opens.
+        listed = json.loads(urlopen(f"{dashboard}/api/sessions", timeout=30).read())["sessions"]
+        row = next(r for r in listed if r["session_id"] == "dev-run-1")
+        assert row["prompt"] == "run forward as fast as possible" and row["stage"] == "done"
+        page = urlopen(f"{dashboard}/sessions/dev-run-1", timeout=30).read().decode()
+        assert "run forward as fast as possible" in page and "eval-video" in page
 
         status = subprocess.run(
             [*CLI, "status", "dev-run-1", "--json"],
@@ -100,7 +113,11 @@ def test_dev_then_run_then_status_then_ctrl_c(tmp_path: Path):
         # Ctrl-C stops the workers and both embedded servers.
         dev.send_signal(signal.SIGINT)
         assert dev.wait(timeout=60) == 0
-        for port in ("POLICYFORGE_TEMPORAL_PORT", "POLICYFORGE_S3_PORT"):
+        for port in (
+            "POLICYFORGE_TEMPORAL_PORT",
+            "POLICYFORGE_S3_PORT",
+            "POLICYFORGE_DASHBOARD_PORT",
+        ):
             assert not port_in_use(int(env[port])), f"{port} still served after Ctrl-C"
         assert (tmp_path / "state" / "temporal.db").exists()
     finally:

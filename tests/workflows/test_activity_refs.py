@@ -13,13 +13,11 @@ from pathlib import Path
 import pytest
 from temporalio import activity
 
-from activities.judging.activities import JUDGE_ACTIVITIES
-from activities.llm.activities import LLM_ACTIVITIES
-from activities.training.activities import TRAIN_ACTIVITIES
+from workers.pools import pool_activities
 from workflows.contracts import activities as refs
 
 ROOT = Path(__file__).resolve().parents[2]
-POOLS = {"llm": LLM_ACTIVITIES, "train": TRAIN_ACTIVITIES, "judge": JUDGE_ACTIVITIES}
+POOLS = {pool: pool_activities(pool) for pool in ("llm", "train", "judge")}
 
 
 def test_every_reference_is_implemented_once_on_its_pool_with_its_types() -> None:

@@ -373,12 +373,12 @@ async def stand_in_workers(
 
 @contextlib.asynccontextmanager
 async def session(
-    env: WorkflowEnvironment, prefix: str, script: Script, **overrides
+    env: WorkflowEnvironment, prefix: str, script: Script, memo: dict | None = None, **overrides
 ) -> AsyncIterator[WorkflowHandle]:
     """A session started on the stand-ins; they answer (queries too) until the block ends."""
     inputs = {"prompt": "run forward", "env_id": "HalfCheetah-v5", "total_timesteps": 1000}
     async with stand_in_workers(env.client, script, prefix):
-        yield await start_session(env.client, prefix, **{**inputs, **overrides})
+        yield await start_session(env.client, prefix, memo, **{**inputs, **overrides})
 
 
 async def run_session(

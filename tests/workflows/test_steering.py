@@ -158,10 +158,21 @@ async def test_search_attributes_follow_the_session(temporal_env, queue_prefix):
     assert attrs.get(search.STAGE) == "done" and attrs.get(search.ENV) == "HalfCheetah-v5"
     assert attrs.get(search.ITERATION) == 2 and attrs.get(search.PASSED) is True
     assert attrs.get(search.BEST_SCORE) == 0.9
-    # Findable the way the Web UI's list filters find it.
+    assert attrs.get(search.MODEL) == "offline (no LLM)"
+    # Findable the way the Web UI's and the dashboard's list filters find it.
     query = (
         "PolicyforgeEnv = 'HalfCheetah-v5' AND PolicyforgePassed = true "
-        f"AND WorkflowId = '{handle.id}'"
+        f"AND PolicyforgeModel = 'offline (no LLM)' AND WorkflowId = '{handle.id}'"
     )
     found = [w.id async for w in temporal_env.client.list_workflows(query)]
     assert found == [handle.id]
+
+
+async def test_the_web_ui_details_link_to_the_dashboard(temporal_env, queue_prefix):
+    script = Script(scores=[0.9])
+    memo = {"prompt": "run forward", "dashboard_url": "http://dash.example:8234/"}
+    async with session(temporal_env, queue_prefix, script, memo=memo) as handle:
+        await handle.result()
+        metadata = await handle.query("__temporal_workflow_metadata")
+    details = metadata.current_details if hasattr(metadata, "current_details") else metadata
+    assert f"(http://dash.example:8234/sessions/{handle.id})" in str(details)

@@ -16,6 +16,7 @@ from typing import Generic, Literal, TypeVar, overload
 
 from temporalio import activity
 
+from workflows.contracts.benchmark import BenchmarkStatus
 from workflows.contracts.judging import (
     JudgeCode,
     JudgeRequest,
@@ -174,6 +175,13 @@ JUDGE_ROLLOUT = ActivityRef("judge_rollout", "judge", JudgeRequest, Judgment, "j
 SESSION_TOOL = ActivityRef(
     "session_tool", "judge", ToolRequest, ToolOutcome, "an agent looks something up"
 )
+STORE_BENCHMARK = ActivityRef(
+    "store_benchmark",
+    "judge",
+    BenchmarkStatus,
+    str,
+    "store the benchmark's result as JSON in S3",
+)
 
 ALL: tuple[ActivityRef, ...] = (
     ELICIT_CRITERIA,
@@ -192,4 +200,5 @@ ALL: tuple[ActivityRef, ...] = (
     EVALUATE_POLICY,
     JUDGE_ROLLOUT,
     SESSION_TOOL,
+    STORE_BENCHMARK,
 )

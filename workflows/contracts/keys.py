@@ -1,5 +1,6 @@
 """The S3 key layout of a session's artifacts: the one place it is spelled.
 
+    benchmarks/<benchmark_id>/result.json            benchmark_result_key
     sessions/<session_id>/                          session_prefix
         judge_fn.py (judge_fn.fix<k>.py)            judge_key
         iter_<n>/                                   iteration_prefix
@@ -10,7 +11,8 @@
                 model.zip, vecnormalize.npz, summary.json, metrics/scalars.jsonl
                 checkpoints/step_<t>/               checkpoint_key (resumable training)
                 evals/pct_<p>/                      evaluation checkpoints
-                videos/eval.mp4, trajectories/eval.npz, judgment.json
+                videos/eval.mp4, trajectories/eval.npz, judgment.json,
+                visual_judgment.json
                 synthesis/                          synthesis_folder (the judges' settlement)
 
 The workflow, the activities and the workers build keys with these functions; the training
@@ -28,6 +30,7 @@ SUMMARY = "summary.json"
 VIDEO = "videos/eval.mp4"
 TRAJECTORY = "trajectories/eval.npz"
 JUDGMENT = "judgment.json"
+VISUAL_JUDGMENT = "visual_judgment.json"  # the video judge's verdicts, next to the code judge's
 # What a finished training run uploads (besides evals/ and tensorboard/, file by file).
 TRAIN_OUTPUTS = (MODEL, VECNORMALIZE, SCALARS, SUMMARY)
 
@@ -124,7 +127,24 @@ def eval_checkpoints_prefix(run_prefix: str) -> str:
     return run_prefix + "evals/pct_"
 
 
+def visual_judgment_key(video_key: str) -> str | None:
+    """<run_prefix>visual_judgment.json for a run's <run_prefix>videos/eval.mp4 (None: a video
+    not under a run)."""
+    head, sep, _ = video_key.rpartition("/" + VIDEO)
+    return head + "/" + VISUAL_JUDGMENT if sep else None
+
+
 def run_prefix_of(trajectory_key: str) -> str | None:
     """<run_prefix> of a key like <run_prefix>trajectories/eval.npz (None: not under a run)."""
     head, sep, _ = trajectory_key.rpartition(_TRAJECTORY_DIR)
     return head + "/" if sep else None
+
+
+def benchmark_prefix(benchmark_id: str) -> str:
+    """benchmarks/<id>/: the folder of a benchmark's files."""
+    return f"benchmarks/{benchmark_id}/"
+
+
+def benchmark_result_key(benchmark_id: str) -> str:
+    """benchmarks/<id>/result.json: the benchmark's aggregate and cases, as JSON."""
+    return benchmark_prefix(benchmark_id) + "result.json"

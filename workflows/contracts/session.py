@@ -187,6 +187,9 @@ class IterationRecord(Contract):
     passed: bool
     diagnosis: str
     failure_tags: list[str] = Field(default_factory=list)
+    # The judges behind `score`: the code judge's and the video judge's (None: not used).
+    code_score: float | None = None
+    visual_score: float | None = None
     best_run: RunRecord
     runs: int = 1
     changes: str | None = None  # what the reviser changed to produce this iteration's reward

@@ -53,6 +53,8 @@ EVALUATE = Deadline(timedelta(minutes=10), HEARTBEAT, reserve=timedelta(minutes=
 JUDGE = Deadline(timedelta(minutes=5))
 # A read-only tool an agent called (S3 reads and numpy; no child, no inner limit).
 SESSION_TOOL = Deadline(timedelta(minutes=2))
+# One small JSON object put to S3 (a benchmark's result).
+STORE = Deadline(timedelta(minutes=1))
 
 
 def train(timesteps: int) -> Deadline:
@@ -72,6 +74,7 @@ FIXED: dict[str, Deadline] = {
     "evaluate_policy": EVALUATE,
     "judge_rollout": JUDGE,
     "session_tool": SESSION_TOOL,
+    "store_benchmark": STORE,
 }
 
 

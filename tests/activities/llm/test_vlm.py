@@ -70,6 +70,9 @@ def test_gemini_watches_the_video(s3, fake, tmp_path):
     assert [v.verdict for v in judged.verdicts] == ["met", "partly"]
     body = json.dumps(fake.requests_for("gemini")[0].body)
     assert "video/mp4" in body
+    # The verdicts also land next to the video, for people and the dashboard.
+    saved = json.loads(ArtifactStore().get_text("sessions/v/iter_1/r/visual_judgment.json"))
+    assert saved["score"] == 0.75 and saved["verdicts"][1]["reason"] == "tips over at 3 s"
 
 
 def test_claude_sees_frames_and_a_missing_verdict_is_not_met(s3, fake, tmp_path):

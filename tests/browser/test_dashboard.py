@@ -1,0 +1,169 @@
+"""The dashboard in a real browser (Debian's Chromium, driven by Playwright) against real
+sessions: real worker pools, the real Temporal dev server, real SeaweedFS, real PPO.
+
+Screenshots of each page go to $POLICYFORGE_TEST_OUTPUT (default test-output/) /browser/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from tests.builders import start_session
+from workers.dashboard.server import serving
+from workers.pools import run_pools
+from workers.services import free_port
+from workers.settings import Settings
+
+CHROMIUM = os.environ.get("POLICYFORGE_CHROMIUM", "/usr/bin/chromium")
+# As root and with no network: no sandbox, no background connections, a fresh profile.
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SHOTS = Path(os.environ.get("POLICYFORGE_TEST_OUTPUT", "test-output")) / "browser"
+
+
+@dataclass
+class Stack:
+    client: Client
+    prefix: str
+    url: str
+
+
+@pytest.fixture(scope="module")
+async def stack(temporal_env, s3) -> AsyncIterator[Stack]:
+    """The three pools and the dashboard in this process, on their own task queues."""
+    prefix = f"pfbrowser-{uuid.uuid4().hex[:6]}"
+    settings = replace(
+        Settings(),
+        queue_prefix=prefix,
+        train_concurrency=2,
+        dashboard_host="127.0.0.1",
+        dashboard_port=free_port(),
+        dashboard_token=None,
+    )
+    client = temporal_env.client
+    pools = asyncio.create_task(
+        run_pools(client, settings, ["llm", "train", "judge"], handle_signals=False)
+    )
+    try:
+        async with serving(client, settings):
+            yield Stack(client, prefix, f"http://127.0.0.1:{settings.dashboard_port}")
+    finally:
+        pools.cancel()
+        await asyncio.gather(pools, return_exceptions=True)
+
+
+@pytest.fixture(scope="module")
+async def browser() -> AsyncIterator[Any]:
+    from playwright.async_api import async_playwright
+
+    if shutil.which(CHROMIUM) is None:
+        pytest.fail(f"no Chromium at {CHROMIUM}: `make setup` installs Debian's chromium")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    async with async_playwright() as p:
+        chromium = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            await chromium.close()
+
+
+class Page:
+    """A browser page that records every console error and uncaught exception."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.errors: list[str] = []
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    async def shot(self, name: str) -> Path:
+        path = SHOTS / f"{name}.png"
+        await self.page.screenshot(path=str(path), full_page=True)
+        print(f"screenshot: {path.resolve()}")
+        return path
+
+
+@pytest.fixture
+async def page(browser) -> AsyncIterator[Page]:
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = Page(await context.new_page())
+    try:
+        yield tab
+        assert tab.errors == [], f"console errors: {tab.errors}"
+    finally:
+        await context.close()
+
+
+async def test_a_waiting_session_is_watched_and_released_from_the_dashboard(stack, page):
+    handle = await start_session(
+        stack.client,
+        stack.prefix,
+        prompt="run forward as fast as possible",
+        env_id="HalfCheetah-v5",
+        total_timesteps=2048,
+        max_iterations=1,
+        eval_max_steps=100,
+        approval="first",
+    )
+    sid = handle.id
+    tab = page.page
+
+    # The list shows the session live: it appears, then reaches the approval gate.
+    await tab.goto(f"{stack.url}/?env=HalfCheetah-v5")
+    row = tab.locator(f'tr[data-session="{sid}"]')
+    await row.wait_for(timeout=60_000)
+    await tab.wait_for_function(
+        f"document.querySelector('tr[data-session=\"{sid}\"] .stage')"
+        "?.textContent.includes('awaiting approval')",
+        timeout=120_000,
+    )
+    await page.shot("sessions-list")
+
+    # The session page shows the reward waiting, with its formula; the button releases it.
+    await tab.goto(f"{stack.url}/sessions/{sid}")
+    approval = tab.locator(".approval")
+    await approval.wait_for()
+    assert await approval.locator("math").count() == 1, "the pending reward's formula"
+    await page.shot("session-awaiting-approval")
+    await tab.click("button[data-action=approve][data-approve=true]")
+    await tab.wait_for_selector("#steer-answer.ok")
+    assert "approved" in await tab.inner_text("#steer-answer")
+
+    # Without a reload, the page follows the session to its end: video, curves, verdicts.
+    video = tab.locator("video.eval-video").first
+    await video.wait_for(timeout=300_000)
+    result = await asyncio.wait_for(handle.result(), timeout=300)
+    assert result.iterations and result.iterations[0].best_run.video_key
+    await tab.wait_for_function(
+        "document.body.dataset.state !== 'Running'", timeout=30_000, polling=500
+    )
+    await video.evaluate("v => v.play()")
+    await tab.wait_for_timeout(1500)
+    played = await video.evaluate("v => ({t: v.currentTime, error: v.error && v.error.code})")
+    assert played["error"] is None and played["t"] > 0.5, played
+
+    charts = tab.locator(".chart[data-drawn]")
+    assert await charts.count() >= 1
+    drawn = await tab.locator(".chart .main-svg path.js-line").count()
+    assert drawn >= 1, "a curve drawn from scalars.jsonl"
+    judge = tab.locator(".judges")
+    assert "Code judge" in await judge.first.inner_text()
+    await page.shot("session-done")

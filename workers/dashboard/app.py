@@ -1,0 +1,366 @@
+"""The dashboard's web app (FastAPI): pages, the JSON they poll, artifact streaming and the
+steering buttons.
+
+Pages are rendered on the server (Jinja2); `static/dashboard.js` polls the JSON routes and
+swaps in the parts of a page that changed, so a running session's page stays live while a
+video in it keeps playing. Charts are drawn by Plotly (its bundle is served from the installed
+`plotly` package: nothing is fetched at run time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import mimetypes
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from activities.artifacts import ArtifactStore
+from workers import sessions as steering
+from workers.dashboard import artifacts, benchmarks, formula
+from workers.dashboard.auth import COOKIE, Gate
+from workers.dashboard.sessions import FilterError, PromptCache, SessionReader, list_sessions
+from workers.settings import Settings
+from workflows.contracts.session import ENV_IDS, Stage
+
+HERE = Path(__file__).parent
+STAGES = list(Stage.__args__)  # type: ignore[attr-defined]
+# Ids of sessions and benchmarks: what the CLI and the benchmark generate, nothing that could
+# climb out of their S3 folder.
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
+_CHUNK = 1 << 20  # bytes per ranged read of a video
+
+
+def plotly_bundle() -> Path:
+    """plotly.min.js as the installed `plotly` package ships it."""
+    import plotly
+
+    return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def artifact_url(session_id: str, key: str) -> str:
+    """The dashboard's address of one of a session's artifacts (an S3 key under its folder)."""
+    prefix = f"sessions/{session_id}/"
+    return f"/artifacts/{quote(session_id)}/{quote(key.removeprefix(prefix))}"
+
+
+def _check_id(value: str) -> str:
+    if not _ID.match(value):
+        raise HTTPException(404, "no such session")
+    return value
+
+
+def _version(parts: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class _Guard(BaseHTTPMiddleware):
+    """Every request passes the gate first: Host, sign-in, and JSON-only changes."""
+
+    def __init__(self, app: Any, gate: Gate) -> None:
+        super().__init__(app)
+        self.gate = gate
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        gate = self.gate
+        if not gate.host_allowed(request):
+            return JSONResponse({"error": "this dashboard answers to localhost only"}, 421)
+        path = request.url.path
+        public = path in ("/login", "/healthz") or path.startswith(("/static/", "/vendor/"))
+        if not public and not gate.signed_in(request):
+            if path.startswith("/api/") or request.method != "GET":
+                return JSONResponse({"error": "sign in: the dashboard needs its token"}, 401)
+            return RedirectResponse(f"/login?next={quote(path)}", 303)
+        if request.method == "POST" and path != "/login":
+            refused = gate.change_allowed(request)
+            if refused:
+                return JSONResponse({"error": refused}, 403)
+        response = await call_next(request)
+        response.headers.setdefault(
+            "Content-Security-Policy",
+            "default-src 'self'; img-src 'self' data:; media-src 'self'; "
+            "style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'",
+        )
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+
+def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: Gate) -> FastAPI:
+    """The dashboard for one Temporal client and one bucket."""
+    app = FastAPI(title="policyforge dashboard", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(_Guard, gate=gate)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    templates = Jinja2Templates(directory=HERE / "templates")
+    templates.env.filters["mathml"] = formula.mathml
+    templates.env.globals.update(
+        web_ui=settings.ui_link,
+        namespace=client.namespace,
+        stages=STAGES,
+        env_ids=ENV_IDS,
+        signed_in_with_token=gate.needs_sign_in,
+        artifact_url=artifact_url,
+    )
+    reader = SessionReader(client)
+    prompts = PromptCache()
+
+    def page(request: Request, name: str, **context: Any) -> HTMLResponse:
+        return templates.TemplateResponse(request, name, context)
+
+    async def blocking(fn: Any, *args: Any) -> Any:
+        return await asyncio.to_thread(fn, *args)
+
+    # --- sign-in ------------------------------------------------------------------------------
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/vendor/plotly.min.js")
+    async def plotly_js() -> FileResponse:
+        return FileResponse(plotly_bundle(), media_type="text/javascript")
+
+    @app.get("/login", response_class=HTMLResponse)
+    async def login_form(request: Request, next: str = "/") -> HTMLResponse:
+        return page(request, "login.html", next=next if next.startswith("/") else "/", error=None)
+
+    @app.post("/login")
+    async def login(request: Request) -> Response:
+        # The sign-in form is url-encoded: parsed here, no multipart parser needed.
+        form = parse_qs((await request.body()).decode(errors="replace"))
+        token = form.get("token", [""])[0]
+        target = form.get("next", ["/"])[0]
+        target = target if target.startswith("/") and not target.startswith("//") else "/"
+        if not gate.needs_sign_in:
+            return RedirectResponse(target, 303)
+        if not gate.token_matches(token):
+            return page(
+                request, "login.html", next=target, error="That token is not this dashboard's."
+            )
+        response = RedirectResponse(target, 303)
+        response.set_cookie(
+            COOKIE,
+            gate.cookie_value(),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            max_age=7 * 24 * 3600,
+        )
+        return response
+
+    # --- sessions -----------------------------------------------------------------------------
+
+    @app.get("/", response_class=HTMLResponse)
+    async def session_list(request: Request) -> HTMLResponse:
+        filters = {k: request.query_params.get(k, "") for k in ("stage", "env", "passed", "model")}
+        return page(request, "sessions.html", filters=filters)
+
+    @app.get("/api/sessions")
+    async def api_sessions(request: Request) -> JSONResponse:
+        filters = {
+            k: v
+            for k, v in request.query_params.items()
+            if k in ("stage", "env", "passed", "model")
+        }
+        try:
+            rows = await list_sessions(client, filters, prompts)
+        except FilterError as exc:
+            return JSONResponse({"error": str(exc)}, 400)
+        except RPCError as exc:
+            return JSONResponse({"error": f"Temporal: {exc.message}"}, 502)
+        return JSONResponse({"sessions": [r.as_json() for r in rows]})
+
+    async def session_parts(request: Request, session_id: str) -> dict[str, Any]:
+        try:
+            view = await reader.view(session_id)
+        except LookupError as exc:
+            raise HTTPException(404, str(exc)) from None
+        status, state = view.status, view.state
+        failure = await reader.failure(session_id) if state == "Failed" else None
+        views = await blocking(artifacts.session_iterations, store, status) if status else []
+        context = {
+            "session_id": session_id,
+            "status": status,
+            "state": state,
+            "view": view,
+            "failure": failure,
+            "iterations": views,
+        }
+        parts = {
+            "header": templates.get_template("_session_header.html").render(context),
+            "steer": templates.get_template("_session_steer.html").render(context),
+        }
+        for view in views:
+            parts[f"iter-{view['iteration']}"] = templates.get_template("_iteration.html").render(
+                {**context, "it": view}
+            )
+        hashes = {name: _version({name: html}) for name, html in parts.items()}
+        return {"parts": parts, "hashes": hashes, "version": _version(parts), "state": state}
+
+    @app.get("/sessions/{session_id}", response_class=HTMLResponse)
+    async def session_page(request: Request, session_id: str) -> HTMLResponse:
+        data = await session_parts(request, _check_id(session_id))
+        return page(request, "session.html", session_id=session_id, **data)
+
+    @app.get("/api/sessions/{session_id}/parts")
+    async def api_session_parts(request: Request, session_id: str) -> JSONResponse:
+        return JSONResponse(await session_parts(request, _check_id(session_id)))
+
+    @app.get("/api/sessions/{session_id}")
+    async def api_session(session_id: str) -> JSONResponse:
+        try:
+            view = await reader.view(_check_id(session_id))
+        except LookupError as exc:
+            raise HTTPException(404, str(exc)) from None
+        return JSONResponse(
+            {
+                "state": view.state,
+                "wall_seconds": view.wall_seconds,
+                "live_timesteps": view.live_timesteps,
+                "status": view.status.model_dump(mode="json") if view.status else None,
+            }
+        )
+
+    @app.post("/api/sessions/{session_id}/{action}")
+    async def steer(request: Request, session_id: str, action: str) -> JSONResponse:
+        _check_id(session_id)
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            return JSONResponse({"error": "the body is not JSON"}, 400)
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "send a JSON object"}, 400)
+        try:
+            answer = await _send(action, session_id, body, client)
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, 400)
+        except steering.SteeringRefused as exc:
+            return JSONResponse({"error": str(exc)}, 409)
+        return JSONResponse({"answer": answer})
+
+    @app.get("/artifacts/{owner}/{path:path}")
+    async def artifact(request: Request, owner: str, path: str) -> Response:
+        """An artifact of a session (sessions/<id>/...) or a benchmark (benchmarks/<id>/...),
+        with byte ranges so that videos seek and play."""
+        _check_id(owner)
+        if ".." in path.split("/") or path.startswith("/"):
+            raise HTTPException(404, "no such artifact")
+        root = "benchmarks" if request.query_params.get("of") == "benchmark" else "sessions"
+        key = f"{root}/{owner}/{path}"
+        size = await blocking(store.size, key)
+        if size is None:
+            raise HTTPException(404, "no such artifact")
+        media = mimetypes.guess_type(path)[0] or "application/octet-stream"
+        if path.endswith(".py"):
+            media = "text/plain; charset=utf-8"
+        headers = {"Accept-Ranges": "bytes", "Cache-Control": "private, max-age=60"}
+        wanted = _byte_range(request.headers.get("range"), size)
+        if wanted is None:
+            headers["Content-Length"] = str(size)
+            return StreamingResponse(_chunks(store, key, size), media_type=media, headers=headers)
+        start, end = wanted
+        end = min(end, start + _CHUNK * 8 - 1)
+        data = await blocking(store.get_range, key, start, end)
+        headers["Content-Range"] = f"bytes {start}-{start + len(data) - 1}/{size}"
+        return Response(data, status_code=206, media_type=media, headers=headers)
+
+    # --- benchmarks ---------------------------------------------------------------------------
+
+    @app.get("/benchmarks", response_class=HTMLResponse)
+    async def benchmark_list(request: Request) -> HTMLResponse:
+        rows = await benchmarks.list_benchmarks(client)
+        return page(request, "benchmarks.html", rows=rows)
+
+    @app.get("/benchmarks/compare", response_class=HTMLResponse)
+    async def benchmark_compare(request: Request, a: str, b: str) -> HTMLResponse:
+        left = await benchmarks.read(client, store, _check_id(a))
+        right = await benchmarks.read(client, store, _check_id(b))
+        if left is None or right is None:
+            raise HTTPException(404, "no such benchmark")
+        return page(request, "compare.html", a=left, b=right, rows=benchmarks.compare(left, right))
+
+    @app.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse)
+    async def benchmark_page(request: Request, benchmark_id: str) -> HTMLResponse:
+        data = await benchmarks.read(client, store, _check_id(benchmark_id))
+        if data is None:
+            raise HTTPException(404, "no such benchmark")
+        others = [r for r in await benchmarks.list_benchmarks(client) if r["id"] != benchmark_id]
+        return page(request, "benchmark.html", b=data, others=others)
+
+    @app.get("/api/benchmarks/{benchmark_id}")
+    async def api_benchmark(benchmark_id: str) -> JSONResponse:
+        data = await benchmarks.read(client, store, _check_id(benchmark_id))
+        if data is None:
+            raise HTTPException(404, "no such benchmark")
+        return JSONResponse(data)
+
+    return app
+
+
+async def _send(action: str, session_id: str, body: dict[str, Any], client: Client) -> str:
+    """The update a steering button sends: the same as the CLI's command of that name."""
+    if action == "approve":
+        return await steering.approve(
+            session_id,
+            reject=not bool(body.get("approve", True)),
+            note=str(body.get("note", "")),
+            client=client,
+        )
+    if action == "feedback":
+        text = str(body.get("text", "")).strip()
+        if not text:
+            raise ValueError("text: write the feedback for the next iteration")
+        return await steering.give_feedback(session_id, text, client=client)
+    if action == "abort":
+        return await steering.abort(session_id, str(body.get("reason", "")), client=client)
+    if action == "extend":
+        iterations = body.get("iterations")
+        if not isinstance(iterations, int) or isinstance(iterations, bool):
+            raise ValueError("iterations: a whole number of iterations to add")
+        return await steering.extend(session_id, iterations, client=client)
+    raise ValueError(f"{action}: unknown action; use approve, feedback, abort or extend")
+
+
+async def _chunks(store: ArtifactStore, key: str, size: int) -> AsyncIterator[bytes]:
+    """A whole object, read a chunk at a time."""
+    for start in range(0, size, _CHUNK):
+        yield await asyncio.to_thread(store.get_range, key, start, min(start + _CHUNK, size) - 1)
+
+
+def _byte_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The first range of a `Range: bytes=a-b` header (None: the whole file)."""
+    if not header or not header.startswith("bytes=") or size == 0:
+        return None
+    first = header[6:].split(",", 1)[0].strip()
+    start_s, _, end_s = first.partition("-")
+    try:
+        if start_s == "":
+            start = max(size - int(end_s), 0)
+            end = size - 1
+        else:
+            start = int(start_s)
+            end = int(end_s) if end_s else size - 1
+    except ValueError:
+        return None
+    if start >= size or end < start:
+        return None
+    return start, min(end, size - 1)

@@ -1,0 +1,231 @@
+"""What the dashboard reads from Temporal: the sessions (visibility list, filtered by the
+search attributes) and one session's status (its `status` query).
+
+A closed session's status never changes, so it is kept once read; a running one is asked
+again at every look, which is what makes the pages live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from temporalio.client import (
+    Client,
+    WorkflowExecution,
+    WorkflowExecutionStatus,
+)
+from temporalio.common import SearchAttributeKey
+
+from workers.sessions import training_timesteps
+from workflows import search
+from workflows.contracts.session import ENV_IDS, SessionStatus
+
+# Filters a person picks on the list page: query parameter -> search attribute.
+FILTERS: dict[str, SearchAttributeKey[Any]] = {
+    "stage": search.STAGE,
+    "env": search.ENV,
+    "passed": search.PASSED,
+    "model": search.MODEL,
+}
+_QUERY_TIMEOUT = timedelta(seconds=5)
+
+
+class FilterError(ValueError):
+    """A filter value the list cannot take; the message names it and what to use."""
+
+
+def _quote(value: str) -> str:
+    """A value in a visibility query: single-quoted, quotes and backslashes escaped."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def list_query(workflow_type: str, filters: dict[str, str]) -> str:
+    """The visibility query for the chosen filters (empty values are no filter)."""
+    parts = [f"WorkflowType = {_quote(workflow_type)}"]
+    for name, raw in filters.items():
+        value = raw.strip()
+        if not value:
+            continue
+        if name not in FILTERS:
+            raise FilterError(f"{name}: unknown filter; use one of {', '.join(FILTERS)}")
+        if name == "passed":
+            if value not in ("true", "false"):
+                raise FilterError(f"passed: use true or false (got {value!r})")
+            parts.append(f"{FILTERS[name].name} = {value}")
+            continue
+        if name == "env" and value not in ENV_IDS:
+            raise FilterError(f"env: unknown environment {value!r}")
+        parts.append(f"{FILTERS[name].name} = {_quote(value)}")
+    # No ORDER BY: the dev server's SQLite visibility refuses it; rows are sorted here.
+    return " AND ".join(parts)
+
+
+@dataclass
+class SessionRow:
+    """One line of the session list."""
+
+    session_id: str
+    run_id: str
+    workflow_status: str  # Running, Completed, Failed, ...
+    stage: str | None
+    env_id: str | None
+    iteration: int | None
+    best_score: float | None
+    passed: bool | None
+    model: str | None
+    prompt: str | None
+    started: str
+    closed: str | None
+    parent: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _attr(execution: WorkflowExecution, key: Any) -> Any:
+    return execution.typed_search_attributes.get(key)
+
+
+async def list_sessions(
+    client: Client, filters: dict[str, str], prompts: PromptCache, limit: int = 200
+) -> list[SessionRow]:
+    """The newest sessions first, with their search attributes and prompts."""
+    executions = [
+        e async for e in client.list_workflows(list_query("SessionWorkflow", filters), limit=limit)
+    ]
+    executions.sort(key=lambda e: e.start_time, reverse=True)
+    texts = await asyncio.gather(*(prompts.get(client, e) for e in executions))
+    rows = []
+    for execution, prompt in zip(executions, texts, strict=True):
+        best = _attr(execution, search.BEST_SCORE)
+        rows.append(
+            SessionRow(
+                session_id=execution.id,
+                run_id=execution.run_id,
+                workflow_status=_status_name(execution.status),
+                stage=_attr(execution, search.STAGE),
+                env_id=_attr(execution, search.ENV),
+                iteration=_attr(execution, search.ITERATION),
+                best_score=None if best is None or best < 0 else best,
+                passed=_attr(execution, search.PASSED),
+                model=_attr(execution, search.MODEL),
+                prompt=prompt,
+                started=execution.start_time.isoformat(timespec="seconds"),
+                closed=execution.close_time.isoformat(timespec="seconds")
+                if execution.close_time
+                else None,
+                parent=execution.parent_id,
+            )
+        )
+    return rows
+
+
+class PromptCache:
+    """Each session's prompt, which never changes: from the memo the CLI and the benchmark
+    set, else (a session started another way) from its status query; kept once known."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+
+    async def get(self, client: Client, execution: WorkflowExecution) -> str | None:
+        if execution.id in self._known:
+            return self._known[execution.id]
+        prompt = None
+        try:
+            prompt = await execution.memo_value("prompt", None, type_hint=str)
+        except Exception:  # noqa: BLE001 - a memo another tool wrote: ask the session
+            prompt = None
+        if prompt is None:
+            from workflows.session import SessionWorkflow
+
+            handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+            try:
+                status = await handle.query(SessionWorkflow.status, rpc_timeout=_QUERY_TIMEOUT)
+                prompt = status.prompt if status else None
+            except Exception:  # noqa: BLE001 - no worker answers yet: try at the next look
+                return None
+        if prompt is not None:
+            self._known[execution.id] = prompt
+        return prompt
+
+
+def _status_name(status: WorkflowExecutionStatus | None) -> str:
+    return status.name.replace("_", " ").capitalize() if status else "Unknown"
+
+
+@dataclass
+class SessionView:
+    """A session as its page shows it: the status query's answer (None: no worker has
+    answered yet), the workflow's state and times, and training's live step count."""
+
+    status: SessionStatus | None
+    state: str  # Running, Completed, Failed, ...
+    started: datetime | None = None
+    closed: datetime | None = None
+    live_timesteps: int | None = None
+
+    @property
+    def wall_seconds(self) -> float | None:
+        if self.started is None:
+            return None
+        end = self.closed or datetime.now(UTC)
+        return (end - self.started).total_seconds()
+
+
+class SessionReader:
+    """Each session's status, closed ones read once."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._closed: dict[str, SessionView] = {}
+
+    async def view(self, session_id: str) -> SessionView:
+        """The session as its page shows it; LookupError when there is no such session."""
+        from temporalio.service import RPCError, RPCStatusCode
+
+        from workflows.session import SessionWorkflow
+
+        if session_id in self._closed:
+            return self._closed[session_id]
+        handle = self.client.get_workflow_handle(session_id)
+        try:
+            described = await handle.describe(rpc_timeout=_QUERY_TIMEOUT)
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                raise LookupError(f"no session {session_id!r}") from None
+            raise
+        if described.workflow_type != "SessionWorkflow":
+            raise LookupError(f"{session_id!r} is a {described.workflow_type}, not a session")
+        view = SessionView(
+            None,
+            _status_name(described.status),
+            described.start_time,
+            described.close_time,
+            training_timesteps(described),
+        )
+        try:
+            view.status = await handle.query(SessionWorkflow.status, rpc_timeout=_QUERY_TIMEOUT)
+        except Exception:  # noqa: BLE001 - no worker yet: the page says so and asks again
+            return view
+        if described.status != WorkflowExecutionStatus.RUNNING and view.status is not None:
+            # A session that continued as new is Running on its latest run: never here.
+            self._closed[session_id] = view
+        return view
+
+    async def failure(self, session_id: str) -> str | None:
+        """Why a session ended without a result, in one line (None: it did not fail)."""
+        from temporalio.client import WorkflowFailureError
+
+        from workers.sessions import failure_reason
+
+        handle = self.client.get_workflow_handle(session_id)
+        try:
+            await asyncio.wait_for(handle.result(follow_runs=True), timeout=5)
+        except WorkflowFailureError as exc:
+            return failure_reason(exc)
+        except Exception:  # noqa: BLE001 - still running or unreachable: nothing to say
+            return None
+        return None
