@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -25,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         BenchmarkInput,
         BenchmarkStatus,
         CaseResult,
+        raw_input_errors,
         suite,
     )
     from workflows.contracts.context import OFFLINE_LABEL, is_offline
@@ -73,11 +75,14 @@ class BenchmarkWorkflow:
         return self._status
 
     @workflow.run
-    async def run(self, inp: BenchmarkInput) -> BenchmarkStatus:
-        try:
-            cases = suite(inp)
-        except ValueError as exc:
-            raise ApplicationError(str(exc), type="BadBenchmarkInput", non_retryable=True) from None
+    async def run(self, raw_input: dict[str, Any]) -> BenchmarkStatus:
+        # A plain dict, as for sessions: bad input is a one-line, non-retryable error naming
+        # the field, not a workflow task that fails to decode forever.
+        errors = raw_input_errors(raw_input)
+        if errors:
+            raise ApplicationError(errors[0], type="BadBenchmarkInput", non_retryable=True)
+        inp = BenchmarkInput.model_validate(raw_input)
+        cases = suite(inp)
         bid = inp.benchmark_id or workflow.info().workflow_id
         started = workflow.now()
         model = inp.session.get("llm_model") or SessionInput.model_fields["llm_model"].default

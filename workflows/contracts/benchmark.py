@@ -12,7 +12,7 @@ import csv
 import io
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from workflows.contracts.context import Contract, UserInput
 from workflows.contracts.queues import DEFAULT_QUEUE_PREFIX
@@ -156,6 +156,23 @@ def suite(inp: BenchmarkInput) -> list[BenchmarkCase]:
     if errors:
         raise ValueError(errors[0])
     return list(inp.cases) + (parse_csv(inp.csv) if inp.csv else [])
+
+
+def raw_input_errors(raw: dict[str, Any]) -> list[str]:
+    """Everything wrong with a benchmark's raw input (as `temporal workflow start` sends it),
+    one line each, naming the field: unknown fields and wrong types first, then the suite."""
+    try:
+        inp = BenchmarkInput.model_validate(raw)
+    except ValidationError as exc:
+        out = []
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "input"
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = "unknown field; remove it (see workflows/contracts/benchmark.py)"
+            out.append(f"{field}: {msg}")
+        return out
+    return benchmark_errors(inp)
 
 
 def benchmark_errors(inp: BenchmarkInput) -> list[str]:
