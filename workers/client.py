@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +96,16 @@ async def connect(
             "start one with `policyforge dev` in another terminal, or set TEMPORAL_ADDRESS "
             "(or TEMPORAL_PROFILE)"
         ) from exc
+
+
+def run_connected(go: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run a long-lived client coroutine (the pools, the dashboard) until it ends or Ctrl-C;
+    no Temporal server ends the process with the one line that says how to start one."""
+    import sys
+
+    try:
+        asyncio.run(go())
+    except NoServerError as exc:
+        sys.exit(f"error: {exc}")
+    except KeyboardInterrupt:
+        pass

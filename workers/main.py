@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import sys
 
 import structlog
 
-from workers.client import NoServerError, connect
+from workers.client import connect, run_connected
 from workers.logs import configure_logging
 from workers.metrics import serves_metrics, worker_runtime
 from workers.pools import run_pools
@@ -44,9 +42,4 @@ def _run_pools(names: list[str]) -> None:
         await run_pools(client, settings, names)
         log.info("worker stopped", pools=names)
 
-    try:
-        asyncio.run(go())
-    except NoServerError as exc:
-        sys.exit(f"error: {exc}")
-    except KeyboardInterrupt:
-        pass
+    run_connected(go)

@@ -107,7 +107,7 @@ def test_csv_cases_and_their_errors():
     ]
     assert benchmark_errors(BenchmarkInput()) == ["cases: the suite is empty; give cases or csv"]
     assert raw_input_errors({"csv": CSV, "paralel": 3}) == [
-        "paralel: unknown field; remove it (see workflows/contracts/benchmark.py)"
+        "paralel: unknown field; remove it (see BenchmarkInput, workflows/contracts/benchmark.py)"
     ]
     assert raw_input_errors({"csv": CSV, "max_parallel": "two"})[0].startswith("max_parallel:")
 

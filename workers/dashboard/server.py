@@ -65,7 +65,7 @@ async def serving(client: Client, settings: Settings) -> AsyncIterator[uvicorn.S
 
 def run_ui(settings: Settings) -> None:
     """`policyforge ui`: the dashboard against TEMPORAL_ADDRESS and the configured S3."""
-    from workers.client import NoServerError, connect
+    from workers.client import connect, run_connected
     from workers.logs import configure_logging
 
     configure_logging(settings.log_level)
@@ -80,9 +80,4 @@ def run_ui(settings: Settings) -> None:
         print(f"policyforge dashboard: {settings.dashboard_url}", flush=True)
         await server.serve()
 
-    try:
-        asyncio.run(go())
-    except NoServerError as exc:
-        sys.exit(f"error: {exc}")
-    except KeyboardInterrupt:
-        pass
+    run_connected(go)

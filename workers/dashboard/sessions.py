@@ -148,8 +148,18 @@ class PromptCache:
             except Exception:  # noqa: BLE001 - no worker answers yet: try at the next look
                 return None
         if prompt is not None:
-            self._known[execution.id] = prompt
+            _remember(self._known, execution.id, prompt)
         return prompt
+
+
+_KEEP = 2000  # entries a cache holds before it forgets its oldest
+
+
+def _remember(cache: dict[str, Any], key: str, value: Any) -> None:
+    """Keep `value`, forgetting the oldest entry when the cache is full (dicts keep order)."""
+    cache[key] = value
+    if len(cache) > _KEEP:
+        del cache[next(iter(cache))]
 
 
 def _status_name(status: WorkflowExecutionStatus | None) -> str:
@@ -212,7 +222,7 @@ class SessionReader:
             return view
         if described.status != WorkflowExecutionStatus.RUNNING and view.status is not None:
             # A session that continued as new is Running on its latest run: never here.
-            self._closed[session_id] = view
+            _remember(self._closed, session_id, view)
         return view
 
     async def failure(self, session_id: str) -> str | None:

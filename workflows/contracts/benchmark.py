@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from workflows.contracts.context import Contract, UserInput
+from workflows.contracts.context import Contract, UserInput, field_errors
 from workflows.contracts.queues import DEFAULT_QUEUE_PREFIX
 from workflows.contracts.session import ENV_IDS, input_errors
 
@@ -164,14 +164,7 @@ def raw_input_errors(raw: dict[str, Any]) -> list[str]:
     try:
         inp = BenchmarkInput.model_validate(raw)
     except ValidationError as exc:
-        out = []
-        for err in exc.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "input"
-            msg = err["msg"]
-            if err["type"] == "extra_forbidden":
-                msg = "unknown field; remove it (see workflows/contracts/benchmark.py)"
-            out.append(f"{field}: {msg}")
-        return out
+        return field_errors(exc, "BenchmarkInput, workflows/contracts/benchmark.py")
     return benchmark_errors(inp)
 
 

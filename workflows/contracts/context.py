@@ -8,7 +8,7 @@ types and defaults as they were, so recorded histories still replay.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 # The offline author (deterministic templates, no network): `llm_model`'s default.
 OFFLINE_MODEL = "offline"
@@ -34,6 +34,19 @@ class UserInput(Contract):
     a one-line error naming it, so a typo never silently does nothing."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+def field_errors(exc: ValidationError, where: str) -> list[str]:
+    """A person's input that did not validate, as one line per field ("seeds: ..."); an
+    unknown field says where the known ones are listed (`where`)."""
+    out = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "input"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown field; remove it (see {where})"
+        out.append(f"{field}: {msg}")
+    return out
 
 
 class PromptContext(Contract):

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
-from workflows.contracts.context import OFFLINE_MODEL, Contract, UserInput
+from workflows.contracts.context import OFFLINE_MODEL, Contract, UserInput, field_errors
 from workflows.contracts.judging import Criterion, JudgeCode, Judgment, VisualCriteria
 from workflows.contracts.queues import DEFAULT_QUEUE_PREFIX
 from workflows.contracts.training import MAX_CONFIGS, RewardArtifact, TrainResult
@@ -103,14 +103,7 @@ def input_errors(data: dict) -> list[str]:
     try:
         inp = SessionInput.model_validate(data)
     except ValidationError as exc:
-        out = []
-        for err in exc.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "input"
-            msg = err["msg"]
-            if err["type"] == "extra_forbidden":
-                msg = "unknown field; remove it (see SessionInput, workflows/contracts/session.py)"
-            out.append(f"{field}: {msg}")
-        return out
+        return field_errors(exc, "SessionInput, workflows/contracts/session.py")
     errors = []
     if not inp.prompt.strip():
         errors.append("prompt: is empty; describe the behaviour, e.g. 'run forward'")
