@@ -118,7 +118,8 @@ async def test_a_waiting_session_is_watched_and_released_from_the_dashboard(stac
         stack.prefix,
         prompt="run forward as fast as possible",
         env_id="HalfCheetah-v5",
-        total_timesteps=2048,
+        # Three PPO updates (16 envs x 128 steps each): three points on every curve.
+        total_timesteps=6144,
         max_iterations=1,
         eval_max_steps=100,
         approval="first",
@@ -164,6 +165,8 @@ async def test_a_waiting_session_is_watched_and_released_from_the_dashboard(stac
     assert await charts.count() >= 1
     drawn = await tab.locator(".chart .main-svg path.js-line").count()
     assert drawn >= 1, "a curve drawn from scalars.jsonl"
+    points = await charts.first.evaluate("div => div.data.map(trace => trace.x.length)")
+    assert points and min(points) == 3, f"one point per PPO update: {points}"
     judge = tab.locator(".judges")
     assert "Code judge" in await judge.first.inner_text()
     await page.shot("session-done")

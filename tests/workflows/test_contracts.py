@@ -97,7 +97,13 @@ def test_what_a_person_types_rejects_unknown_fields_naming_them():
     from workflows.contracts.steering import ApprovalDecision
 
     strict = {c.__name__ for c in _contract_classes() if issubclass(c, UserInput)}
-    assert strict == {"UserInput", "SessionInput", "ApprovalDecision"}
+    assert strict == {
+        "UserInput",
+        "SessionInput",
+        "ApprovalDecision",
+        "BenchmarkInput",
+        "BenchmarkCase",
+    }
     base = {"prompt": "run forward", "env_id": "HalfCheetah-v5"}
     assert input_errors({**base, "timestep": 5}) == [
         "timestep: unknown field; remove it (see SessionInput, workflows/contracts/session.py)"
