@@ -178,7 +178,24 @@ def start_temporal(state_dir: Path, port: int, ui_port: int | None) -> Service:
     service = _spawn("temporal dev server", argv, state_dir / "temporal.log")
     _wait_port(service, port, timeout=30)
     _wait_healthy(service, argv[0], port, timeout=30)
+    _ensure_search_attributes(service, argv[0], port)
     return service
+
+
+def _ensure_search_attributes(service: Service, temporal: str, port: int) -> None:
+    """Register the search attributes a later release added: `start-dev --search-attribute`
+    registers them only when it creates the database, so an existing state directory would
+    lack them and every new session's upsert would fail. Creating one that exists is a no-op."""
+    address = ["--address", f"127.0.0.1:{port}"]
+    for name, kind in SEARCH_ATTRIBUTES.items():
+        create = [temporal, "operator", "search-attribute", "create", *address]
+        done = subprocess.run(
+            [*create, "--name", name, "--type", kind], capture_output=True, text=True, timeout=30
+        )
+        if done.returncode != 0:
+            service.stop()
+            reason = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise ServiceError(f"temporal dev server: search attribute {name}: {reason}")
 
 
 def _wait_healthy(service: Service, temporal: str, port: int, timeout: float) -> None:

