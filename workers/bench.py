@@ -18,6 +18,7 @@ from rich.table import Table
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
 from workers.client import connect
+from workers.input_checks import exit_on, model_errors
 from workers.sessions import failure_reason
 from workers.settings import Settings
 from workflows.benchmark import BenchmarkWorkflow
@@ -52,6 +53,8 @@ def benchmark_input(args: argparse.Namespace, options: dict[str, Any]) -> Benchm
         suite(inp)
     except ValueError as exc:
         raise SystemExit(f"error: {path}: {exc}") from None
+    if options.get("llm_model"):
+        exit_on(model_errors(options["llm_model"]))
     return inp
 
 

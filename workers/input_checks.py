@@ -32,7 +32,7 @@ def check_session_input(data: dict[str, Any]) -> None:
     """
     from temporalio.exceptions import ApplicationError
 
-    from activities.llm.provider import check_model, is_offline
+    from activities.llm.provider import is_offline
 
     errors = input_errors(data)
     if not errors and is_offline(data["llm_model"]):
@@ -43,9 +43,19 @@ def check_session_input(data: dict[str, Any]) -> None:
         except ApplicationError as exc:
             errors.append(f"prompt: {exc.message}")
     elif not errors:
-        try:
-            check_model(data["llm_model"])  # unknown model, or its key is not set
-        except ApplicationError as exc:
-            message = exc.message
-            errors.append(message if message.startswith("llm_model") else f"--llm: {message}")
+        errors += model_errors(data["llm_model"])
     exit_on(errors)
+
+
+def model_errors(model: str) -> list[str]:
+    """The one-line error for an unknown model or one whose provider key is not set."""
+    from temporalio.exceptions import ApplicationError
+
+    from activities.llm.provider import check_model
+
+    try:
+        check_model(model)
+    except ApplicationError as exc:
+        message = exc.message
+        return [message if message.startswith("llm_model") else f"--llm: {message}"]
+    return []

@@ -147,6 +147,9 @@ async def test_a_waiting_session_is_watched_and_released_from_the_dashboard(stac
     await tab.click("button[data-action=approve][data-approve=true]")
     await tab.wait_for_selector("#steer-answer.ok")
     assert "approved" in await tab.inner_text("#steer-answer")
+    # The page re-renders the steering card once the gate is gone; the answer stays on screen.
+    await approval.wait_for(state="detached", timeout=60_000)
+    assert "approved" in await tab.inner_text("#steer-answer.ok")
 
     # Without a reload, the page follows the session to its end: video, curves, verdicts.
     video = tab.locator("video.eval-video").first

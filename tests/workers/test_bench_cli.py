@@ -27,6 +27,12 @@ def bench(*args: str) -> subprocess.CompletedProcess:
         ("env_id,instruction\n", (), "cases: the suite is empty"),
         ("env_id,instruction\nAnt-v5,walk\n", ("--max-parallel", "0"), "max_parallel: must be"),
         ("env_id,instruction\nAnt-v5,walk\n", ("--timesteps", "-1"), "session.total_timesteps"),
+        ("env_id,instruction\nAnt-v5,walk\n", ("--llm", "llama3"), "llm_model: unknown model"),
+        (
+            "env_id,instruction\nAnt-v5,walk\n",
+            ("--llm", "claude-sonnet-4-6"),
+            "--llm: set ANTHROPIC_API_KEY",
+        ),
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, csv, args, message):
@@ -38,3 +44,12 @@ def test_bad_input_is_one_line(tmp_path: Path, csv, args, message):
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], run.stderr
+
+
+def test_good_input_gets_as_far_as_the_server(tmp_path: Path):
+    path = tmp_path / "cases.csv"
+    path.write_text("env_id,intent,category,difficulty\nHopper-v5,hop forward,locomotion,easy\n")
+    run = bench(str(path), "--llm", "offline", "--timesteps", "2048")
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode != 0 and len(lines) == 1, run.stderr
+    assert lines[0].startswith("error: ") and "no Temporal server answers" in lines[0]

@@ -129,7 +129,13 @@ async function refreshSession() {
       section.dataset.part = name;
       container.appendChild(section);
     }
+    // What a person was just told (e.g. "approved") outlives the re-render the answer causes.
+    const kept = [...section.querySelectorAll("[data-keep][id]")].map((el) => [el.id, el.textContent, el.className]);
     section.innerHTML = html;
+    for (const [keptId, text, cls] of kept) {
+      const el = section.querySelector(`#${keptId}`);
+      if (el) { el.textContent = text; el.className = cls; }
+    }
     section.dataset.hash = data.hashes[name];
     drawCharts(section);
   }
