@@ -131,9 +131,11 @@ async def test_a_waiting_session_is_watched_and_released_from_the_dashboard(stac
     await tab.goto(f"{stack.url}/?env=HalfCheetah-v5")
     row = tab.locator(f'tr[data-session="{sid}"]')
     await row.wait_for(timeout=60_000)
+    # Predicates are functions, not expressions: the page's CSP forbids eval of a string.
     await tab.wait_for_function(
-        f"document.querySelector('tr[data-session=\"{sid}\"] .stage')"
+        'sid => document.querySelector(`tr[data-session="${sid}"] .stage`)'
         "?.textContent.includes('awaiting approval')",
+        arg=sid,
         timeout=120_000,
     )
     await page.shot("sessions-list")
@@ -157,7 +159,7 @@ async def test_a_waiting_session_is_watched_and_released_from_the_dashboard(stac
     result = await asyncio.wait_for(handle.result(), timeout=300)
     assert result.iterations and result.iterations[0].best_run.video_key
     await tab.wait_for_function(
-        "document.body.dataset.state !== 'Running'", timeout=30_000, polling=500
+        "() => document.body.dataset.state !== 'Running'", timeout=30_000, polling=500
     )
     await video.evaluate("v => v.play()")
     await tab.wait_for_timeout(1500)
