@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from activities.behaviours.catalog import describe as describe_primitives
+from activities.behaviours.layout import layout
 from activities.envs import meanings
 from activities.envs.catalog import facts
 
@@ -457,6 +459,15 @@ def _prompt(s: EnvSpec) -> str:
         f'- `info`: the env\'s info dict (keys below) plus `info["qpos"]` ({s.nq},) and '
         f'`info["qvel"]` ({s.nv},): copies of the full simulator state after the step (never '
         "clipped; they include what obs leaves out).",
+        *(
+            [
+                '- `info["feet_z"]`, `info["feet_contact"]` and `info["knees_z"]` (where the body '
+                "has feet and knees): added for rewards that read them, best through the foot and "
+                "knee primitives below."
+            ]
+            if layout(s.env_id).feet
+            else []
+        ),
         "",
         f"## Observation: {s.obs_dim} entries",
     ]
@@ -505,4 +516,5 @@ def _prompt(s: EnvSpec) -> str:
     ]
     bodies = [b.label + ("" if b.name else f" (unnamed, child of {b.parent})") for b in s.bodies]
     out += ["", f"## Bodies (model order): {', '.join(bodies)}"]
+    out += ["", "## Primitives (the behaviour library)", *describe_primitives(s.env_id)]
     return "\n".join(out) + "\n"

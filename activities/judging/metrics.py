@@ -13,9 +13,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+import activities.behaviours.primitives as P
+from activities.behaviours.layout import FREE, PLANAR, SWIMMER, layout
 from activities.envs.catalog import EnvFacts, facts
 
 
@@ -27,13 +30,6 @@ class MetricUnavailable(ValueError):
     """The metric does not apply to this environment or trajectory."""
 
 
-# How each body's root is laid out in qpos (see activities/envs/catalog.py).
-FREE_ROOT = ("Ant-v5", "Humanoid-v5", "HumanoidStandup-v5")
-PLANAR_WALKERS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5")
-# HalfCheetah's rootz slider is relative to the torso's 0.7 m starting height; the others' are not.
-HEIGHT_OFFSET = {"HalfCheetah-v5": 0.7}
-# HumanoidStandup's model is built lying on its back: its head is along the torso's -x axis.
-UP_AXIS = {"Ant-v5": "+z", "Humanoid-v5": "+z", "HumanoidStandup-v5": "-x"}
 POLE_ENVS = ("InvertedPendulum-v5", "InvertedDoublePendulum-v5")
 
 
@@ -104,73 +100,51 @@ def _need(ok: bool, why: str) -> None:
         raise MetricUnavailable(why)
 
 
-# --- per-step series ------------------------------------------------------------------------
+# --- per-step series: the primitives, on the whole episode ------------------------------------
+
+
+def _series(fn: Callable[..., Any], t: Trajectory, *args: Any) -> np.ndarray:
+    """A primitive over every step of the episode; MetricUnavailable where the env lacks it."""
+    try:
+        return np.asarray(fn(t.env_id, t.data, *args), dtype=np.float64)
+    except ValueError as exc:
+        raise MetricUnavailable(str(exc).removeprefix("primitives: ")) from None
 
 
 def x_velocity(t: Trajectory) -> np.ndarray:
-    """Per-step forward velocity (info's, else from the root's x position)."""
-    _need(t.facts.locomotion, f"{t.env_id} has no free-moving body to measure velocity of")
-    v = t.info("x_velocity")
-    if v is not None:
-        return v
-    x = t.qpos[:, 0]
-    return np.diff(x) / t.dt if len(x) > 1 else np.zeros(1)
+    """Per-step forward velocity (info's x_velocity, else the root's)."""
+    return _series(P.forward_velocity, t)
 
 
 def height(t: Trajectory) -> np.ndarray:
     """Per-step torso height in metres."""
-    idx = t.facts.height_index
-    _need(idx is not None, f"{t.env_id} has no torso height")
-    assert idx is not None
-    return t.qpos[:, idx] + HEIGHT_OFFSET.get(t.env_id, 0.0)
-
-
-def _quat(t: Trajectory) -> tuple[np.ndarray, ...]:
-    _need(t.env_id in FREE_ROOT, f"{t.env_id} has no free-floating torso orientation")
-    q = t.qpos[:, 3:7]
-    return q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    return _series(P.height, t)
 
 
 def uprightness(t: Trajectory) -> np.ndarray:
     """1 upright, 0 lying, -1 upside down."""
-    if t.env_id in PLANAR_WALKERS:
-        return np.cos(t.qpos[:, 2])
-    w, x, y, z = _quat(t)
-    if UP_AXIS[t.env_id] == "-x":
-        return 2.0 * (w * y - x * z)
-    return 1.0 - 2.0 * (x * x + y * y)
+    return _series(P.uprightness, t)
 
 
 def torso_pitch_up(t: Trajectory) -> np.ndarray:
     """Elevation (rad) of the torso's forward (+x) axis above the horizontal."""
-    w, x, y, z = _quat(t)
-    return np.arcsin(np.clip(2.0 * (x * z - w * y), -1.0, 1.0))
+    return _series(P.pitch, t)
 
 
 def yaw(t: Trajectory) -> np.ndarray:
     """Per-step heading about the vertical (rad, unwrapped)."""
-    if t.env_id == "Swimmer-v5":
-        return t.qpos[:, 2]
-    _need(t.env_id in ("Ant-v5", "Humanoid-v5"), f"{t.env_id} cannot turn about the vertical")
-    w, x, y, z = _quat(t)
-    return np.unwrap(np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)))
+    _need(layout(t.env_id).root in (FREE, SWIMMER), f"{t.env_id} cannot turn about the vertical")
+    return np.unwrap(_series(P.heading, t))
 
 
 def horizontal_speed(t: Trajectory) -> np.ndarray:
     """Per-step speed over the ground (the x speed for planar walkers)."""
-    if t.env_id in FREE_ROOT or t.env_id == "Swimmer-v5":
-        return np.hypot(t.qvel[:, 0], t.qvel[:, 1])
-    _need(t.env_id in PLANAR_WALKERS, f"{t.env_id} does not move horizontally")
-    return np.abs(t.qvel[:, 0])
+    return _series(P.speed, t)
 
 
 def pole_angle(t: Trajectory) -> np.ndarray:
     """Largest deviation (rad) of any pole link from vertical."""
-    _need(t.env_id in POLE_ENVS, f"{t.env_id} has no pole")
-    q = t.qpos
-    if t.env_id == "InvertedPendulum-v5":
-        return np.abs(q[:, 1])
-    return np.maximum(np.abs(q[:, 1]), np.abs(q[:, 1] + q[:, 2]))
+    return _series(P.pole_angle, t)
 
 
 def pole_up(t: Trajectory) -> np.ndarray:
@@ -184,14 +158,7 @@ def pole_up(t: Trajectory) -> np.ndarray:
 
 def target_distance(t: Trajectory) -> np.ndarray:
     """Reacher: per-step fingertip-to-target distance."""
-    _need(t.env_id == "Reacher-v5", f"{t.env_id} has no target to reach")
-    nxt = t.data.get("next_obs")
-    if nxt is not None:
-        return np.linalg.norm(nxt[:, 8:10].astype(np.float64), axis=1)
-    d = t.info("reward_dist")  # -distance x reward_dist_weight (1), measured before the step
-    _need(d is not None, "trajectory has neither next_obs nor info_reward_dist")
-    assert d is not None
-    return -d
+    return _series(P.fingertip_distance, t)
 
 
 def _final(series: np.ndarray) -> np.ndarray:
@@ -234,71 +201,149 @@ def _loco(env: str) -> bool:
 
 
 def _has_height(env: str) -> bool:
-    return facts(env).height_index is not None
+    return layout(env).height_index is not None
 
+
+def _roots(*kinds: str) -> Callable[[str], bool]:
+    return lambda env: layout(env).root in kinds
+
+
+def _has(attr: str) -> Callable[[str], bool]:
+    return lambda env: bool(getattr(layout(env), attr))
+
+
+def _mean(series: Callable[[Trajectory], np.ndarray]) -> Callable[[Trajectory], float]:
+    return lambda t: float(np.mean(series(t)))
+
+
+def _late_mean(series: Callable[[Trajectory], np.ndarray]) -> Callable[[Trajectory], float]:
+    return lambda t: float(np.mean(_late(series(t))))
+
+
+def distance_from_start(t: Trajectory) -> np.ndarray:
+    """Per-step distance (m) over the ground from where the episode started."""
+    pos = _series(P.position, t)
+    return np.hypot(pos[:, 0] - pos[0, 0], pos[:, 1] - pos[0, 1])
+
+
+def feet_z(t: Trajectory) -> np.ndarray:
+    """(T, feet) height of each foot's lowest point."""
+    return _series(P.feet_heights, t).reshape(t.length, -1)
+
+
+def feet_down(t: Trajectory) -> np.ndarray:
+    """(T, feet) 1 where a foot touches the floor."""
+    return _series(P.feet_contact, t).reshape(t.length, -1)
+
+
+def knees_z(t: Trajectory) -> np.ndarray:
+    """(T, knees) height of each knee."""
+    return _series(P.knee_heights, t).reshape(t.length, -1)
+
+
+def gait(t: Trajectory) -> tuple[float, float]:
+    """(frequency in Hz, periodicity share) of the joint angles (see P.dominant_frequency)."""
+    angles = _series(P.joint_angles, t).reshape(t.length, -1)
+    _need(angles.shape[1] > 0, f"{t.env_id} has no joints")
+    return P.dominant_frequency(angles, t.dt)
+
+
+_FREE_ROOT = _roots(FREE)
+_ORIENTED = _roots(FREE, PLANAR)
+_MOVES = _roots(FREE, PLANAR, SWIMMER)
+_TURNS = _roots(FREE, SWIMMER)
 
 METRICS: dict[str, Metric] = {
-    "mean_x_velocity": Metric(
-        lambda t: float(np.mean(x_velocity(t))), "mean forward velocity", "m/s", _loco
-    ),
+    "mean_x_velocity": Metric(_mean(x_velocity), "mean forward velocity", "m/s", _loco),
     "mean_backward_velocity": Metric(
         lambda t: -float(np.mean(x_velocity(t))), "mean backward velocity", "m/s", _loco
     ),
     "forward_distance": Metric(
         lambda t: float(np.sum(x_velocity(t)) * t.dt), "forward distance", "m", _loco
     ),
-    "mean_horizontal_speed": Metric(
-        lambda t: float(np.mean(horizontal_speed(t))),
-        "mean horizontal speed",
+    "mean_abs_lateral_velocity": Metric(
+        lambda t: float(np.mean(np.abs(_series(P.lateral_velocity, t)))),
+        "mean sideways speed",
         "m/s",
-        lambda e: e in FREE_ROOT or e in PLANAR_WALKERS or e == "Swimmer-v5",
+        _MOVES,
     ),
-    "mean_height": Metric(
-        lambda t: float(np.mean(height(t))), "mean torso height", "m", _has_height
+    "mean_horizontal_speed": Metric(
+        _mean(horizontal_speed), "mean horizontal speed", "m/s", _MOVES
     ),
+    "late_horizontal_speed": Metric(
+        _late_mean(horizontal_speed), "horizontal speed over the second half", "m/s", _MOVES
+    ),
+    "max_distance_from_start": Metric(
+        lambda t: float(np.max(distance_from_start(t))), "farthest from the start", "m", _MOVES
+    ),
+    "final_distance_from_start": Metric(
+        lambda t: float(distance_from_start(t)[-1]), "final distance from the start", "m", _MOVES
+    ),
+    "mean_height": Metric(_mean(height), "mean torso height", "m", _has_height),
     "late_mean_height": Metric(
-        lambda t: float(np.mean(_late(height(t)))),
-        "torso height over the second half",
-        "m",
-        _has_height,
+        _late_mean(height), "torso height over the second half", "m", _has_height
     ),
     "max_height": Metric(lambda t: float(np.max(height(t))), "peak torso height", "m", _has_height),
     "alive_fraction": Metric(alive_fraction, "alive fraction", "", lambda e: True),
-    "mean_uprightness": Metric(
-        lambda t: float(np.mean(uprightness(t))),
-        "mean uprightness",
-        "",
-        lambda e: e in FREE_ROOT or e in PLANAR_WALKERS,
-    ),
+    "mean_uprightness": Metric(_mean(uprightness), "mean uprightness", "", _ORIENTED),
     "late_uprightness": Metric(
-        lambda t: float(np.mean(_late(uprightness(t)))),
-        "uprightness over the second half",
-        "",
-        lambda e: e in FREE_ROOT or e in PLANAR_WALKERS,
+        _late_mean(uprightness), "uprightness over the second half", "", _ORIENTED
+    ),
+    "min_uprightness": Metric(
+        lambda t: float(np.min(uprightness(t))), "lowest uprightness", "", _ORIENTED
     ),
     "late_torso_pitch_up": Metric(
-        lambda t: float(np.mean(_late(torso_pitch_up(t)))),
-        "nose-up torso pitch over the second half",
-        "rad",
-        lambda e: e in FREE_ROOT,
+        _late_mean(torso_pitch_up), "nose-up torso pitch over the second half", "rad", _FREE_ROOT
     ),
-    "mean_yaw_rate": Metric(
-        mean_yaw_rate,
-        "mean counter-clockwise yaw rate",
-        "rad/s",
-        lambda e: e in ("Ant-v5", "Humanoid-v5", "Swimmer-v5"),
+    "mean_abs_pitch": Metric(
+        lambda t: float(np.mean(np.abs(torso_pitch_up(t)))), "mean torso pitch", "rad", _ORIENTED
     ),
+    "mean_abs_roll": Metric(
+        lambda t: float(np.mean(np.abs(_series(P.roll, t)))), "mean torso roll", "rad", _FREE_ROOT
+    ),
+    "mean_yaw_rate": Metric(mean_yaw_rate, "mean counter-clockwise yaw rate", "rad/s", _TURNS),
     "mean_clockwise_yaw_rate": Metric(
-        lambda t: -mean_yaw_rate(t),
-        "mean clockwise yaw rate",
+        lambda t: -mean_yaw_rate(t), "mean clockwise yaw rate", "rad/s", _TURNS
+    ),
+    "total_turn": Metric(
+        lambda t: float(yaw(t)[-1] - yaw(t)[0]), "net counter-clockwise turn", "rad", _TURNS
+    ),
+    "mean_joint_speed": Metric(
+        _mean(lambda t: _series(P.joint_speed, t)), "mean joint speed", "rad/s", lambda e: True
+    ),
+    "late_joint_speed": Metric(
+        _late_mean(lambda t: _series(P.joint_speed, t)),
+        "joint speed over the second half",
         "rad/s",
-        lambda e: e in ("Ant-v5", "Humanoid-v5", "Swimmer-v5"),
+        lambda e: True,
+    ),
+    "max_foot_height": Metric(
+        lambda t: float(np.max(feet_z(t))), "peak foot height", "m", _has("feet")
+    ),
+    "contact_fraction": Metric(
+        lambda t: float(np.mean(feet_down(t))), "share of feet on the floor", "", _has("feet")
+    ),
+    "flight_fraction": Metric(
+        lambda t: float(np.mean(feet_down(t).max(axis=1) == 0)),
+        "share of steps with no foot down",
+        "",
+        _has("feet"),
+    ),
+    "max_knee_height": Metric(
+        lambda t: float(np.max(knees_z(t))), "peak knee height", "m", _has("knees")
+    ),
+    "mean_peak_knee_height": Metric(
+        lambda t: float(np.mean(knees_z(t).max(axis=1))),
+        "mean height of the higher knee",
+        "m",
+        _has("knees"),
+    ),
+    "gait_frequency": Metric(lambda t: gait(t)[0], "gait frequency", "Hz", _MOVES),
+    "gait_periodicity": Metric(
+        lambda t: gait(t)[1], "share of joint motion at the gait frequency", "", _MOVES
     ),
     "mean_abs_pole_angle": Metric(
-        lambda t: float(np.mean(pole_angle(t))),
-        "mean pole deviation from vertical",
-        "rad",
-        lambda e: e in POLE_ENVS,
+        _mean(pole_angle), "mean pole deviation from vertical", "rad", lambda e: e in POLE_ENVS
     ),
     "upright_fraction": Metric(
         upright_fraction, "pole-upright fraction", "", lambda e: e in POLE_ENVS
@@ -310,7 +355,7 @@ METRICS: dict[str, Metric] = {
         lambda e: e == "Reacher-v5",
     ),
     "mean_distance_to_target": Metric(
-        lambda t: float(np.mean(target_distance(t))),
+        _mean(target_distance),
         "mean fingertip-target distance",
         "m",
         lambda e: e == "Reacher-v5",

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from activities.behaviours.layout import reads_sensors
 from activities.sandbox import layers, wire
 from activities.sandbox.judge_code import JudgeLoadError, check_judgment, judge_budget_s
 from activities.sandbox.reward_code import LARGE, MAX_TERM_NAME, MAX_TERMS, RewardLoadError
@@ -239,6 +240,7 @@ class SandboxRewards:
     ) -> None:
         self.box = box
         self.filename = filename
+        self.reads_sensors = reads_sensors(source)
         header = {
             "op": "load_reward",
             "source": source,

@@ -8,6 +8,8 @@ static check rejects `np.foo` / `from numpy import foo` for any `foo` outside it
 
 from __future__ import annotations
 
+from activities.behaviours.primitives import __all__ as PRIMITIVES
+
 
 def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -113,7 +115,11 @@ MODULE_EXPORTS: dict[str, frozenset[str]] = {
         randint randrange choice choices shuffle sample seed getrandbits
         """
     ),
+    # The behaviour library (activities/behaviours/primitives.py), by its short name.
+    "primitives": frozenset(PRIMITIVES),
 }
+# Where a module name generated code imports is not the real module's name.
+MODULE_SOURCES: dict[str, str] = {"primitives": "activities.behaviours.primitives"}
 # Not `typing`: get_type_hints(obj, globalns={}) evaluates annotation strings with the real
 # builtins. Not `operator`: attrgetter/methodcaller read attributes by string.
 

@@ -23,6 +23,7 @@ from activities.sandbox.policy import (
     ALLOWED_MODULES,
     IMPLICIT_CLASS_KEYS,
     MODULE_EXPORTS,
+    MODULE_SOURCES,
     TYPE_ONLY_EXPORTS,
 )
 from activities.sandbox.static_check import SandboxViolation, check_source
@@ -173,7 +174,7 @@ _member_cache: dict[str, dict[str, Any]] = {}
 def _members(module_name: str) -> dict[str, Any]:
     """The allow-listed attributes of a real module (names missing in this version skipped)."""
     if module_name not in _member_cache:
-        real = importlib.import_module(module_name)
+        real = importlib.import_module(MODULE_SOURCES.get(module_name, module_name))
         members: dict[str, Any] = {}
         for name in sorted(MODULE_EXPORTS[module_name]):
             if not hasattr(real, name) or isinstance(getattr(real, name), ModuleType):

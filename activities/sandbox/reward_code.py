@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from activities.behaviours.layout import reads_sensors
 from activities.sandbox import guards
 from activities.sandbox.restricted import exec_untrusted
 from activities.sandbox.static_check import SandboxViolation, check_source
@@ -87,6 +88,11 @@ class LoadedReward:
         self._next_ro: Any = None
         self.source: str | None = None  # set by load_reward, for clone()
         self.filename = "<reward>"
+
+    @property
+    def reads_sensors(self) -> bool:
+        """Whether the code reads foot or knee readings (the trusted side adds them then)."""
+        return reads_sensors(self.source or "")
 
     def clone(self) -> LoadedReward:
         """A fresh instance (the module run again): one per env, so that state a reward keeps

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import gymnasium as gym
 import numpy as np
 
+from activities.behaviours.sensors import BodySensors
 from activities.sandbox.client import Transition
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ class LocalRewards:
     def __init__(self, reward: LoadedReward) -> None:
         self.template = reward
         self.latex, self.terms = reward.latex, reward.terms
+        self.reads_sensors = reward.reads_sensors
         self.instances: dict[int, LoadedReward] = {0: reward}
         self._spare: int | None = 0
 
@@ -101,11 +103,18 @@ class TransitionTap(gym.Wrapper):
     an episode, and copies of qpos/qvel in info (so the reward never sees live simulator state).
     """
 
-    def __init__(self, env: gym.Env) -> None:
+    def __init__(self, env: gym.Env, *, sensors: bool = False) -> None:
         super().__init__(env)
         self.last_obs: np.ndarray | None = None
         self._episode_start = True
-        self._data = cast("MujocoEnv", env.unwrapped).data  # every env here is a MuJoCo env
+        mj = cast("MujocoEnv", env.unwrapped)  # every env here is a MuJoCo env
+        self._data = mj.data
+        # Foot and knee readings (activities/behaviours/sensors.py), when asked for and the
+        # body has feet or knees.
+        self._sensors: BodySensors | None = None
+        if sensors and env.spec is not None:
+            found = BodySensors(env.spec.id, mj.model)
+            self._sensors = None if found.empty else found
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
@@ -120,6 +129,8 @@ class TransitionTap(gym.Wrapper):
         self._episode_start = False
         info["qpos"] = self._data.qpos.copy()
         info["qvel"] = self._data.qvel.copy()
+        if self._sensors is not None:
+            info.update(self._sensors.read(self._data))
         info["env_reward"] = float(env_reward)
         return obs, env_reward, terminated, truncated, info
 
@@ -141,7 +152,8 @@ class RewardWrapper(TransitionTap):
     """
 
     def __init__(self, env: gym.Env, reward: Rewards | LoadedReward) -> None:
-        super().__init__(env)
+        # Evaluation trajectories keep the readings for the judge, whatever the reward reads.
+        super().__init__(env, sensors=True)
         self.reward = as_rewards(reward)
         self.rid = self.reward.new_instance()
         self._pending: list[Transition] | None = None

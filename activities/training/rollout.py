@@ -12,6 +12,7 @@ import av
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from activities.behaviours.layout import SENSOR_KEYS
 from activities.training import policy_io
 from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import LoadedReward, Rewards
@@ -121,6 +122,9 @@ def collect(
             rows["env_reward"].append(info["env_reward"])
             rows["qpos"].append(info["qpos"])
             rows["qvel"].append(info["qvel"])
+            for key in SENSOR_KEYS:
+                if key in info:  # feet and knees (activities/behaviours/sensors.py)
+                    rows[key].append(info[key])
             rows["terminated"].append(bool(terminated))
             rows["truncated"].append(bool(truncated))
             for k in info_keys:

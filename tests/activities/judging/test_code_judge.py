@@ -176,7 +176,9 @@ def test_yaw_rate_and_pitch_from_quaternions():
 def test_reacher_and_pole_metrics():
     n = 50
     data = dict(np.load(io.BytesIO(synthetic("Reacher-v5", n))))
-    data["next_obs"][:, 8] = np.linspace(0.2, 0.01, n)
+    # Arm straight along +x (fingertip at 0.21 m), the target closing in along x.
+    data["qpos"][:, :2] = 0.0
+    data["qpos"][:, 2], data["qpos"][:, 3] = 0.21 - np.linspace(0.2, 0.01, n), 0.0
     t = Trajectory.load(npz_bytes(**data), "Reacher-v5")
     assert compute(t, "final_distance_to_target") < 0.03
     assert compute(t, "mean_distance_to_target") == pytest.approx(0.105, abs=1e-3)

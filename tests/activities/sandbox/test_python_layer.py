@@ -15,7 +15,7 @@ import types
 import numpy as np
 import pytest
 
-from activities.sandbox.policy import ALLOWED_MODULES, MODULE_EXPORTS
+from activities.sandbox.policy import ALLOWED_MODULES, MODULE_EXPORTS, MODULE_SOURCES
 from activities.sandbox.restricted import (
     SandboxViolation,
     curated_modules,
@@ -237,6 +237,9 @@ def _allowed_origin(value: object) -> bool:
     return top in {m.partition(".")[0].lstrip("_") for m in ALLOWED_MODULES} or origin in (
         "activities.sandbox.restricted",
         "builtins",
+        # The behaviour library: its functions, and the shaping function it re-exports.
+        *MODULE_SOURCES.values(),
+        "activities.behaviours.shaping",
     )
 
 

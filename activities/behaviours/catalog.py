@@ -1,0 +1,110 @@
+"""Which primitives apply to an env, as the env spec lists them for LLM authors.
+
+Found by calling each one on a sample of the env's data (zeros of the right shapes): a primitive
+that does not apply raises ValueError naming what the body lacks, so the list never drifts from
+the code.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+import activities.behaviours.primitives as P
+from activities.behaviours.layout import layout
+from activities.envs.catalog import facts
+
+# Values for a reward form's own parameters when it is tried on sample data.
+_SAMPLE_ARGS: dict[str, Any] = {
+    "target": 1.0,
+    "direction": 1.0,
+    "margin": 0.5,
+    "lower": 0.5,
+    "radius": 0.1,
+    "x": 0.0,
+    "y": 0.0,
+    "feet_down": 1.0,
+    "min_uprightness": 0.9,
+}
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One primitive as the env spec shows it."""
+
+    name: str
+    signature: str
+    doc: str  # the docstring, on one line
+    reward: bool  # a reward form (in [0, 1]) rather than a measure
+
+
+def _sample(env_id: str) -> dict[str, Any]:
+    f, lay = facts(env_id), layout(env_id)
+    data: dict[str, Any] = {"qpos": np.zeros(f.nq), "qvel": np.zeros(f.nv)}
+    if f.locomotion:
+        data["x_velocity"] = 0.0
+    if lay.feet:
+        data["feet_z"] = np.zeros(len(lay.feet))
+        data["feet_contact"] = np.zeros(len(lay.feet))
+    if lay.knees:
+        data["knees_z"] = np.zeros(len(lay.knees))
+    return data
+
+
+def _applies(fn: Any, env_id: str, data: dict[str, Any]) -> bool:
+    params = list(inspect.signature(fn).parameters)
+    if params[:2] != ["env", "data"]:
+        return True  # env-independent (tolerance, control_cost, oscillation_reward, ...)
+    kwargs = {p: _SAMPLE_ARGS[p] for p in params[2:] if p in _SAMPLE_ARGS}
+    if "targets" in params:
+        kwargs["targets"] = {P.joint_names(env_id)[0]: 0.0} if layout(env_id).joints else {}
+    try:
+        fn(env_id, data, **kwargs)
+    except ValueError:
+        return False
+    return True
+
+
+def _param(p: inspect.Parameter) -> str:
+    """A parameter as a person writes the call: a name, and its default if it has one."""
+    if p.default is inspect.Parameter.empty:
+        return p.name
+    default = "P.INF" if p.default == float("inf") else repr(p.default)
+    return f"{p.name}={default}"
+
+
+@cache
+def primitives_for(env_id: str) -> tuple[Listed, ...]:
+    """The primitives an env supports, measures first."""
+    data = _sample(env_id)
+    out = []
+    for name in P.__all__:
+        fn = getattr(P, name)
+        if not callable(fn) or not _applies(fn, env_id, data):
+            continue
+        doc = " ".join((inspect.getdoc(fn) or "").split())
+        sig = "(" + ", ".join(_param(p) for p in inspect.signature(fn).parameters.values()) + ")"
+        out.append(Listed(name, f"P.{name}{sig}", doc, name.endswith("_reward")))
+    return tuple(sorted(out, key=lambda item: item.reward))
+
+
+def describe(env_id: str) -> list[str]:
+    """Markdown lines for the env spec: how to import, then each primitive with its meaning."""
+    lines = [
+        "Import `primitives` (`import primitives as P`) to measure the body instead of indexing "
+        "qpos yourself. Measures take the env id and the step's `info` (a number back) or a "
+        "judge's `trajectory` dict (one value per step). Reward forms return [0, 1], 1 when the "
+        "behaviour is there; weigh them against each other. `P.INF` is infinity.",
+    ]
+    lay = layout(env_id)
+    if lay.feet:
+        lines.append(f"Feet, in the order the foot primitives return them: {', '.join(lay.feet)}.")
+    if lay.knees:
+        lines.append(f"Knees, in order: {', '.join(lay.knees)}.")
+    for item in primitives_for(env_id):
+        lines.append(f"- `{item.signature}`: {item.doc}")
+    return lines

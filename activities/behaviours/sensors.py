@@ -1,0 +1,62 @@
+"""The trusted side of the foot and knee primitives: readings MuJoCo has and qpos does not.
+
+`BodySensors(model)` finds the env's foot geoms and knee bodies by name once; `read(data)` gives
+each step's `feet_z` (the lowest point of each foot geom above the floor), `feet_contact` (1 when
+the foot geom touches the floor) and `knees_z`, copied into info for the reward and recorded in
+evaluation trajectories for the judge.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from activities.behaviours.layout import layout
+
+FLOOR = "floor"
+
+
+class BodySensors:
+    """Foot and knee readings for one env's model (an env without feet reads nothing)."""
+
+    def __init__(self, env_id: str, model: Any) -> None:
+        lay = layout(env_id)
+        self.feet = np.array([self._id(model, mujoco.mjtObj.mjOBJ_GEOM, g) for g in lay.feet], int)
+        self.knees = np.array(
+            [self._id(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in lay.knees], int
+        )
+        self.floor = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, FLOOR)
+        # Capsules lie along their local z: half-length size[1], radius size[0]; a sphere has
+        # no length.
+        sizes = model.geom_size[self.feet] if len(self.feet) else np.zeros((0, 3))
+        capsule = model.geom_type[self.feet] == mujoco.mjtGeom.mjGEOM_CAPSULE
+        self.radius = sizes[:, 0].copy()
+        self.half_length = np.where(capsule, sizes[:, 1], 0.0)
+
+    @staticmethod
+    def _id(model: Any, kind: Any, name: str) -> int:
+        found = mujoco.mj_name2id(model, kind, name)
+        if found < 0:
+            raise ValueError(f"the model has no {name!r}")
+        return int(found)
+
+    @property
+    def empty(self) -> bool:
+        return not len(self.feet) and not len(self.knees)
+
+    def read(self, data: Any) -> dict[str, np.ndarray]:
+        """This step's readings (new arrays), keyed as the primitives expect them."""
+        out: dict[str, np.ndarray] = {}
+        if len(self.feet):
+            centre_z = data.geom_xpos[self.feet, 2]
+            axis_z = np.abs(data.geom_xmat[self.feet, 8])  # world z of each geom's local z axis
+            out["feet_z"] = centre_z - axis_z * self.half_length - self.radius
+            pairs = data.contact.geom  # (ncon, 2), a view over the active contacts
+            with_floor = pairs[(pairs == self.floor).any(axis=1)].ravel()
+            touching = np.isin(self.feet, with_floor).astype(np.float64)
+            out["feet_contact"] = touching
+        if len(self.knees):
+            out["knees_z"] = data.xpos[self.knees, 2].copy()
+        return out
