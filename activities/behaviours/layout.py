@@ -32,8 +32,8 @@ class Layout:
     stand_height: float = 0.0  # torso height standing normally (m)
     # Joint name -> qpos index (hinges only), in model order.
     joints: dict[str, int] = field(default_factory=dict)
-    # Foot geoms (lowest point and floor contact come from sensors.py) and knee bodies (their
-    # origin is the knee joint), in the order the primitives return them.
+    # Foot geoms (lowest point and floor contact come from sensors.py) and shin bodies (their
+    # first joint is the knee), in the order the primitives return them.
     feet: tuple[str, ...] = ()
     knees: tuple[str, ...] = ()
 

@@ -24,9 +24,10 @@ class BodySensors:
     def __init__(self, env_id: str, model: Any) -> None:
         lay = layout(env_id)
         self.feet = np.array([self._id(model, mujoco.mjtObj.mjOBJ_GEOM, g) for g in lay.feet], int)
-        self.knees = np.array(
-            [self._id(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in lay.knees], int
-        )
+        # A knee is the hinge that joins the shin to the thigh: the first joint of the shin
+        # body, whose anchor is the knee (the body's own origin is not, on Hopper and Walker2d).
+        bodies = [self._id(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in lay.knees]
+        self.knees = np.array([model.body_jntadr[b] for b in bodies], int)
         self.floor = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, FLOOR)
         # Capsules lie along their local z: half-length size[1], radius size[0]; a sphere has
         # no length.
@@ -58,5 +59,5 @@ class BodySensors:
             touching = np.isin(self.feet, with_floor).astype(np.float64)
             out["feet_contact"] = touching
         if len(self.knees):
-            out["knees_z"] = data.xpos[self.knees, 2].copy()
+            out["knees_z"] = data.xanchor[self.knees, 2].copy()
         return out
