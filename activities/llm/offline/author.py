@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from activities.llm.offline.composed import TEMPLATE, composition_for, render_composed
 from activities.llm.offline.matcher import Match, match_intent
 from activities.llm.offline.render import RenderedReward, render_reward
 from activities.llm.offline.reviser import Revision, revise
@@ -30,7 +31,10 @@ class OfflineAuthor:
     def author(self, prompt: str, env_id: str) -> Authored:
         """Raises ApplicationError(type='IntentNotSupported') for intents no template fits."""
         match = match_intent(prompt, env_id)
-        reward = render_reward(match.template, env_id, match.params, prompt, notes=match.notes)
+        if match.template == TEMPLATE:
+            reward = render_composed(composition_for(prompt, env_id), env_id, prompt)
+        else:
+            reward = render_reward(match.template, env_id, match.params, prompt, notes=match.notes)
         return Authored(reward=reward, criteria=match.criteria, match=match)
 
     def revise(self, req: ReviseRequest) -> Revision:

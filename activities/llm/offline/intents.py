@@ -2,7 +2,8 @@
 
 The offline author must never pretend: every word of the prompt has to be understood (a known
 keyword, modifier or filler word), otherwise the intent is rejected with the words it could not
-place. That is what turns "sprint with high knees" into an honest refusal instead of a sprint.
+place. That is what turns "sprint gracefully" into an honest refusal instead of a sprint. Intents
+with qualifiers no template takes are read again by `reading.py` and composed by `compose.py`.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ _LEGGED_VERBS = {"walk", "run", "hop", "sprint", "jog", "gallop", "crawl", "dash
 _SWIM_VERBS = {"swim", "slither"}
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """The locomotion verb behind an inflected form (running -> run, moving -> move)."""
     if word.endswith("ing"):
         base = word[:-3]
@@ -144,7 +145,7 @@ def tokenize(prompt: str) -> list[str]:
 def families(tokens: list[str]) -> set[str]:
     """The behaviour families a prompt's words name; the more specific wins where words overlap."""
     ws = set(tokens)
-    stems = {_stem(w) for w in tokens}
+    stems = {stem(w) for w in tokens}
     found: set[str] = set()
     if ws & {"rear", "hind"} or ("back" in ws and ws & {"legs", "leg"}):
         found.add("rear_up")
@@ -203,7 +204,7 @@ def parse(prompt: str) -> Intent:
     family = found.pop()
     allowed = FILLER | VOCAB[family]
     unknown = [
-        w for w in tokens if w not in allowed and not _is_number(w) and _stem(w) not in allowed
+        w for w in tokens if w not in allowed and not is_number(w) and stem(w) not in allowed
     ]
     if unknown:
         raise NotExpressible(
@@ -213,7 +214,8 @@ def parse(prompt: str) -> Intent:
     return _modifiers(family, tokens)
 
 
-def _is_number(w: str) -> bool:
+def is_number(w: str) -> bool:
+    """Whether a token is a number ('2', '1.5')."""
     return re.fullmatch(r"\d+(?:\.\d+)?", w) is not None
 
 
@@ -226,8 +228,8 @@ def _modifiers(family: str, tokens: list[str]) -> Intent:
         direction = -1.0
     speed, target = "plain", None
     if family == "locomotion":
-        target = _explicit_speed(tokens)
-        stems = {_stem(w) for w in tokens}
+        target = explicit_speed(tokens)
+        stems = {stem(w) for w in tokens}
         if target is not None:
             speed = "exact"
         elif ws & SLOW:
@@ -236,7 +238,7 @@ def _modifiers(family: str, tokens: list[str]) -> Intent:
             speed = "steady"
         elif ws & MAX_SPEED or stems & {"run", "sprint", "dash"}:
             speed = "max"
-    verb = next((_stem(w) for w in tokens if _stem(w) in LOCOMOTION_VERBS), "")
+    verb = next((stem(w) for w in tokens if stem(w) in LOCOMOTION_VERBS), "")
     return Intent(
         family=family,
         direction=direction,
@@ -250,9 +252,10 @@ def _modifiers(family: str, tokens: list[str]) -> Intent:
     )
 
 
-def _explicit_speed(tokens: list[str]) -> float | None:
+def explicit_speed(tokens: list[str]) -> float | None:
+    """A speed the prompt states ('at 1.5 m/s' -> 1.5), or None."""
     for i, w in enumerate(tokens[:-1]):
-        if _is_number(w) and tokens[i + 1] in {"mps", "m", "meters", "metres", "meter", "metre"}:
+        if is_number(w) and tokens[i + 1] in {"mps", "m", "meters", "metres", "meter", "metre"}:
             return float(w)
     return None
 

@@ -8,7 +8,9 @@ from temporalio.exceptions import ApplicationError
 
 import activities.llm.offline.library as lib
 from activities.envs.catalog import ENVS, facts
+from activities.llm.offline.compose import COMPOSED_CORES, compose
 from activities.llm.offline.intents import Intent, NotExpressible, parse, verb_fits
+from activities.llm.offline.reading import read
 from workflows.contracts.judging import Criterion
 
 
@@ -50,7 +52,19 @@ def match_intent(prompt: str, env_id: str) -> Match:
         intent = parse(prompt)
         return _BUILDERS[intent.family](intent, env_id)
     except NotExpressible as exc:
+        template_why = str(exc)
+    # No template takes it as written: read it as a behaviour with qualifiers and compose.
+    try:
+        reading = read(prompt)
+    except NotExpressible:
+        raise not_supported(prompt, env_id, template_why) from None
+    if reading.core not in COMPOSED_CORES:
+        raise not_supported(prompt, env_id, template_why)
+    try:
+        comp = compose(reading, env_id)
+    except NotExpressible as exc:
         raise not_supported(prompt, env_id, str(exc)) from None
+    return Match("composed", comp.core, env_id, comp.weights(), list(comp.criteria), comp.notes)
 
 
 def _require(template: str, env_id: str, why: str = "") -> lib.TemplateSpec:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from activities.llm.offline.composed import TEMPLATE as COMPOSED
+from activities.llm.offline.composed import composition_for, render_composed, revise_weights
 from activities.llm.offline.library import SPECS, TemplateSpec
 from activities.llm.offline.matcher import match_intent
 from activities.llm.offline.render import RenderedReward, clean_params, num, render_reward
@@ -109,10 +111,36 @@ def _notes(prompt: str, env_id: str) -> tuple[str, ...]:
         return ()
 
 
+def _budget(req: ReviseRequest) -> tuple[int, str]:
+    """The next budget and the sentence that explains it ("" when returns had settled)."""
+    if not req.train.still_improving:
+        return req.timesteps, ""
+    grown = min(math.ceil(req.timesteps * BUDGET_GROWTH), req.timesteps_cap)
+    if grown > req.timesteps:
+        return grown, (
+            f"Returns were still rising at the end of training: raised the budget "
+            f"{req.timesteps:,} -> {grown:,} steps (cap {req.timesteps_cap:,})."
+        )
+    return req.timesteps, (
+        f"Returns were still rising, but the budget is already at its cap "
+        f"({req.timesteps_cap:,} steps)."
+    )
+
+
 def revise(req: ReviseRequest) -> Revision:
     """Adjust a template reward's parameters from the evidence (a dominating term, a fall, or
     missed criteria) and grow the budget while returns still rise."""
     template = req.reward.template
+    if template == COMPOSED:
+        params, change = revise_weights(req)
+        timesteps, budget = _budget(req)
+        sentences = [change, budget]
+        changes = " ".join(s for s in sentences if s) or "No weight could be changed further."
+        comp = composition_for(req.prompt, req.env_id, params)
+        reward = render_composed(
+            comp, req.env_id, req.prompt, f"iteration {req.iteration}: {changes}"
+        )
+        return Revision(reward=reward, timesteps=timesteps, changes=changes)
     if template is None or template not in SPECS:
         raise ValueError(
             "the offline reviser can only re-render template rewards; this reward has "
@@ -122,20 +150,8 @@ def revise(req: ReviseRequest) -> Revision:
     params = clean_params(req.reward.params)
     sentences = [_reward_change(req, spec, params)]
 
-    timesteps = req.timesteps
-    if req.train.still_improving:
-        grown = min(math.ceil(req.timesteps * BUDGET_GROWTH), req.timesteps_cap)
-        if grown > req.timesteps:
-            timesteps = grown
-            sentences.append(
-                f"Returns were still rising at the end of training: raised the budget "
-                f"{req.timesteps:,} -> {grown:,} steps (cap {req.timesteps_cap:,})."
-            )
-        else:
-            sentences.append(
-                f"Returns were still rising, but the budget is already at its cap "
-                f"({req.timesteps_cap:,} steps)."
-            )
+    timesteps, budget = _budget(req)
+    sentences.append(budget)
     changes = " ".join(s for s in sentences if s) or "No parameter could be changed further."
     reward = render_reward(
         template,

@@ -24,7 +24,7 @@ EXPECTED = {
     ("Hopper-v5", "hop forward"): "forward",
     ("Hopper-v5", "jump as high as possible"): "jump",
     ("Walker2d-v5", "walk forward naturally"): "forward",
-    ("Walker2d-v5", "sprint with high knees"): None,
+    ("Walker2d-v5", "sprint with high knees"): "composed",
     ("Humanoid-v5", "walk forward with a natural gait"): "forward",
     ("Humanoid-v5", "perform a deep squat"): "hold_height",
     ("Swimmer-v5", "swim forward"): "forward",
@@ -80,8 +80,8 @@ def _assert_refusal(err: ApplicationError, intent: str, env_id: str) -> None:
 def test_backflip_and_style_are_refused_with_reasons():
     with pytest.raises(ApplicationError, match="flips need a multi-phase reward"):
         match_intent("do a backflip", "HalfCheetah-v5")
-    with pytest.raises(ApplicationError, match="'high knees'"):
-        match_intent("sprint with high knees", "Walker2d-v5")
+    with pytest.raises(ApplicationError, match="'gracefully'"):
+        match_intent("sprint gracefully", "Walker2d-v5")
 
 
 def test_run_forward_as_fast_as_possible_on_halfcheetah():
