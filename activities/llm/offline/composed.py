@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from dataclasses import replace
 
 from activities.llm.offline.compose import (
     ALIVE_SHARE,
@@ -35,11 +36,21 @@ GROWTH = 1.5
 MAX_WEIGHT = 100.0
 
 
+# A revision may add a qualifier the prompt did not say (a template reward that kept falling is
+# recomposed "without falling"); it is kept among the params as `q_<qualifier>` = 1.
+ADDED = "q_"
+
+
 def composition_for(
     prompt: str, env_id: str, params: dict[str, float] | None = None
 ) -> Composition:
-    """The prompt's composition, with a revision's weights where given."""
-    found = compose(read(prompt), env_id)
+    """The prompt's composition (with the qualifiers a revision added), with a revision's
+    weights where given."""
+    reading = read(prompt)
+    added = set(added_names(params or {}))
+    if added:
+        reading = replace(reading, qualifiers=reading.qualifiers | added)
+    found = compose(reading, env_id)
     return found.with_weights(params) if params else found
 
 
@@ -48,6 +59,7 @@ def render_composed(
     env_id: str,
     prompt: str,
     revision: str | None = None,
+    added: tuple[str, ...] = (),
 ) -> RenderedReward:
     """Reward code for a composition (the terms with a non-zero weight)."""
     terms = [t for t in comp.terms if t.weight != 0.0]
@@ -109,8 +121,31 @@ def render_composed(
         terms=[t.name for t in terms],
         summary=text,
         template=TEMPLATE,
-        params={f"{t.name}_weight": t.weight for t in comp.terms},
+        params={
+            **{f"{t.name}_weight": t.weight for t in comp.terms},
+            **{ADDED + q: 1.0 for q in added},
+        },
     )
+
+
+def added_qualifiers(params: dict[str, float]) -> dict[str, float]:
+    """Only the `q_` flags of a composed reward's params."""
+    return {k: v for k, v in params.items() if k.startswith(ADDED)}
+
+
+def added_names(params: dict[str, float]) -> tuple[str, ...]:
+    """The qualifier names a revision added."""
+    return tuple(
+        sorted(k.removeprefix(ADDED) for k, v in params.items() if k.startswith(ADDED) and v)
+    )
+
+
+def recompose_without_falls(prompt: str, env_id: str) -> Composition | None:
+    """The prompt recomposed with "without falling" (None when no composition expresses it)."""
+    try:
+        return composition_for(prompt, env_id, {ADDED + "no_fall": 1.0})
+    except ValueError:  # NotExpressible
+        return None
 
 
 def _scale(params: dict[str, float], term: str, factor: float) -> str | None:
@@ -136,7 +171,7 @@ def constant_dominates(comp: Composition, params: dict[str, float]) -> bool:
 
 def revise_weights(req: ReviseRequest) -> tuple[dict[str, float], str]:
     """The next weights for a composed reward and the sentence that says why."""
-    comp = composition_for(req.prompt, req.env_id)
+    comp = composition_for(req.prompt, req.env_id, added_qualifiers(req.reward.params))
     params = {**comp.weights(), **{k: float(v) for k, v in req.reward.params.items()}}
     means = {t.name: float(req.train.term_means.get(t.name, 0.0)) for t in comp.terms}
     roles = {t.name: t.role for t in comp.terms}

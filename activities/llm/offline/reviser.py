@@ -16,7 +16,13 @@ import math
 from dataclasses import dataclass
 
 from activities.llm.offline.composed import TEMPLATE as COMPOSED
-from activities.llm.offline.composed import composition_for, render_composed, revise_weights
+from activities.llm.offline.composed import (
+    added_names,
+    composition_for,
+    recompose_without_falls,
+    render_composed,
+    revise_weights,
+)
 from activities.llm.offline.library import SPECS, TemplateSpec
 from activities.llm.offline.matcher import match_intent
 from activities.llm.offline.render import RenderedReward, clean_params, num, render_reward
@@ -127,6 +133,36 @@ def _budget(req: ReviseRequest) -> tuple[int, str]:
     )
 
 
+def _recompose_after_falls(
+    req: ReviseRequest, spec: TemplateSpec, params: dict[str, float]
+) -> Revision | None:
+    """A template reward that fell again although its alive bonus already pays as much as the
+    task: more bonus would teach standing still, so the intent is recomposed "without falling"
+    (a posture term, a survival bonus held below the behaviour) instead."""
+    if "falls_early" not in req.judgment.failure_tags or not spec.bonuses:
+        return None
+    means = _term_means(req, spec)
+    task = sum(abs(means[t]) for t in spec.task_terms)
+    bonus = sum(means[t] for t in spec.bonuses)
+    if bonus * 1.5 <= task:
+        return None  # raising the bonus (rule 2) still leaves the task the larger pay
+    comp = recompose_without_falls(req.prompt, req.env_id)
+    if comp is None:
+        return None
+    timesteps, budget = _budget(req)
+    change = (
+        f"The policy fell early although its alive bonus ({bonus:.3g}/step) already paid "
+        f"about as much as the task ({task:.3g}/step): recomposed the reward 'without "
+        "falling' from the behaviour library (an upright term, the survival bonus held at a "
+        "quarter of the behaviour's weights) instead of raising the bonus."
+    )
+    changes = " ".join(s for s in (change, budget) if s)
+    reward = render_composed(
+        comp, req.env_id, req.prompt, f"iteration {req.iteration}: {changes}", added=("no_fall",)
+    )
+    return Revision(reward=reward, timesteps=timesteps, changes=changes)
+
+
 def revise(req: ReviseRequest) -> Revision:
     """Adjust a template reward's parameters from the evidence (a dominating term, a fall, or
     missed criteria) and grow the budget while returns still rise."""
@@ -137,9 +173,9 @@ def revise(req: ReviseRequest) -> Revision:
         sentences = [change, budget]
         changes = " ".join(s for s in sentences if s) or "No weight could be changed further."
         comp = composition_for(req.prompt, req.env_id, params)
-        reward = render_composed(
-            comp, req.env_id, req.prompt, f"iteration {req.iteration}: {changes}"
-        )
+        revision = f"iteration {req.iteration}: {changes}"
+        added = added_names(params)
+        reward = render_composed(comp, req.env_id, req.prompt, revision, added=added)
         return Revision(reward=reward, timesteps=timesteps, changes=changes)
     if template is None or template not in SPECS:
         raise ValueError(
@@ -148,6 +184,9 @@ def revise(req: ReviseRequest) -> Revision:
         )
     spec = SPECS[template]
     params = clean_params(req.reward.params)
+    recomposed = _recompose_after_falls(req, spec, params)
+    if recomposed is not None:
+        return recomposed
     sentences = [_reward_change(req, spec, params)]
 
     timesteps, budget = _budget(req)

@@ -206,3 +206,52 @@ def test_the_reviewer_check_finds_a_dominating_constant():
     assert not constant_dominates(comp, params)
     params["alive_weight"] = 5.0
     assert constant_dominates(comp, params)
+
+
+def test_a_template_reward_that_keeps_falling_is_recomposed_without_falling():
+    """'hop forward' (issue 15): the hopper ran, fell, and the old reviser raised the alive
+    bonus until it stood still. Once the bonus pays as much as the task, the reviser recomposes
+    the intent "without falling" instead, and later revisions keep that qualifier."""
+    prompt, env_id = "hop forward", "Hopper-v5"
+    req, authored = _request(
+        prompt, env_id, {"stays_healthy": 0.3}, {"forward": 1.2, "healthy": 1.0}
+    )
+    assert authored.reward.template == "forward"
+    req = req.model_copy(
+        update={"judgment": req.judgment.model_copy(update={"failure_tags": ["falls_early"]})}
+    )
+    revised = revise(req)
+    assert revised.reward.template == "composed"
+    assert {"velocity", "upright", "alive"} <= set(revised.reward.terms)
+    assert revised.reward.params["q_no_fall"] == 1.0
+    assert "recomposed the reward 'without falling'" in revised.changes
+    load_reward(revised.reward.code, "recomposed.py")
+
+    # While the bonus still pays less than the task, the template's own rule applies.
+    early, _ = _request(prompt, env_id, {}, {"forward": 2.1, "healthy": 1.0})
+    early = early.model_copy(
+        update={"judgment": early.judgment.model_copy(update={"failure_tags": ["falls_early"]})}
+    )
+    assert revise(early).reward.template == "forward"
+
+    # The next revision of the recomposed reward keeps "without falling".
+    again, _ = _request(prompt, env_id, {}, {})
+    r = revised.reward
+    again = again.model_copy(
+        update={
+            "reward": again.reward.model_copy(
+                update={"template": r.template, "params": r.params, "terms": r.terms}
+            ),
+            "judgment": again.judgment.model_copy(
+                update={
+                    "criteria": [
+                        c.model_copy(update={"score": 0.2}) if c.name == "stays_healthy" else c
+                        for c in again.judgment.criteria
+                    ]
+                }
+            ),
+        }
+    )
+    second = revise(again)
+    assert second.reward.template == "composed" and "upright" in second.reward.terms
+    assert second.reward.params["q_no_fall"] == 1.0

@@ -107,11 +107,13 @@ def test_still_improving_raises_the_budget_up_to_the_cap():
     assert out.timesteps == 200_000 and "already at its cap" in out.changes
 
 
-def test_falling_early_raises_the_alive_bonus():
+def test_falling_early_raises_the_alive_bonus_while_the_task_pays_more():
+    # (Once the bonus pays as much as the task, the intent is recomposed instead: see
+    # test_composer.py.)
     req = _request(
         "hop forward",
         "Hopper-v5",
-        {"forward": 0.3, "ctrl": -0.001, "healthy": 1.0},
+        {"forward": 2.1, "ctrl": -0.001, "healthy": 1.0},
         tags=["falls_early"],
     )
     out = revise(req)
