@@ -24,6 +24,8 @@ SHARED = (
     "activities.envs",
     "activities.sandbox",
     "activities.runner",
+    "activities.behaviours",
+    "activities.lessons",
 )
 
 

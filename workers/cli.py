@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from workers.input_checks import check_session_input
+from workers.lessons import add_parser as lessons_parser
 from workers.local_commands import cmd_bench_sandbox, cmd_bench_train, cmd_check, cmd_train
 from workflows.contracts.session import ENV_IDS
 
@@ -124,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     chaos.add_argument("--long", action="store_true", help="the long version (CI runs short)")
     chaos.add_argument("--only", default=None, metavar="NAME[,NAME]", help="these scenarios")
     chaos.add_argument("--json", action="store_true", help="print the rows as JSON")
+    lessons_parser(sub)
     return p
 
 
@@ -307,6 +309,10 @@ def _main(argv: list[str] | None) -> None:
             from workers.chaos.run import cmd_chaos
 
             cmd_chaos(args)
+        elif args.command == "lessons":
+            from workers.lessons import cmd_lessons
+
+            cmd_lessons(args)
     except NoServerError as exc:
         raise SystemExit(f"error: {exc}") from None
     except KeyboardInterrupt:

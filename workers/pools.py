@@ -37,8 +37,9 @@ def pool_activities(pool: str) -> list[Callable[..., Any]]:
         return list(TRAIN_ACTIVITIES)
     from activities.benchmarks import store_benchmark
     from activities.judging.activities import JUDGE_ACTIVITIES
+    from activities.lessons import record_lesson
 
-    return [*JUDGE_ACTIVITIES, store_benchmark]
+    return [*JUDGE_ACTIVITIES, store_benchmark, record_lesson]
 
 
 def llm_worker(client: Client, settings: Settings) -> Worker:

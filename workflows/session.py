@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.accounting import BudgetExhausted
     from workflows.contracts import activities as act
     from workflows.contracts.judging import JudgeCode, VisualCriteria
+    from workflows.contracts.lessons import LessonRequest
     from workflows.contracts.llm import (
         AuthorRequest,
         AuthorResult,
@@ -44,11 +45,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.runs import train_and_judge
     from workflows.state import SessionState
     from workflows.steering import Steering
-    from workflows.steps import Steps
+    from workflows.steps import SHORT_RETRY, Steps
 
 
 # Patches (README, "Deploying a new version"): what changed, for the sessions already running.
 FAILED_STAGE_PATCH = "failed-stage-and-reason"
+# Sessions of 0.2.0 and before ended without recording a lesson.
+LESSON_PATCH = "record-lesson"
 
 
 def failure_line(exc: BaseException) -> str:
@@ -148,7 +151,10 @@ class SessionWorkflow:
         if steering.abort_reason is not None:
             note = f"aborted: {steering.abort_reason}"
         steering.ended = True
-        return self._result(note, aborted=steering.abort_reason is not None)
+        result = self._result(note, aborted=steering.abort_reason is not None)
+        if result.status != "aborted" and state.records and workflow.patched(LESSON_PATCH):
+            await self._record_lesson(result.status)
+        return result
 
     # --- the loop (README: "How a session runs") ------------------------------------------------
 
@@ -235,7 +241,12 @@ class SessionWorkflow:
         state.judge = next((a for a in authored if isinstance(a, JudgeCode)), None)
         state.visual_criteria = next((a for a in authored if isinstance(a, VisualCriteria)), None)
         state.accounting.check()
-        return [a.reward for a in authored if isinstance(a, AuthorResult)]
+        results = [a for a in authored if isinstance(a, AuthorResult)]
+        learnt = max((a.timesteps or 0 for a in results), default=0)
+        if learnt > state.timesteps and workflow.patched(LESSON_PATCH):
+            # A lesson's passing session trained longer: start where it passed (within the cap).
+            state.timesteps = min(learnt, inp.timesteps_cap)
+        return [a.reward for a in results]
 
     async def _revise(self, steps: Steps) -> Plan:
         """Revise from the last iteration's winner, one revision per candidate; the reviser
@@ -397,6 +408,30 @@ class SessionWorkflow:
         if steering.abort_reason is not None:
             await workflow.wait_condition(lambda: False)  # run() cancels this loop
         state.stage("training", iteration=iteration, pending_rewards=[])
+
+    async def _record_lesson(self, status: str) -> None:
+        """What this session learnt, for the next sessions on the same intent (a failure here
+        never fails the session: it only costs the lesson)."""
+        state = self.state
+        best = max(state.records, key=lambda r: (r.passed, r.score))
+        req = LessonRequest(
+            session_id=state.session_id,
+            prompt=state.inp.prompt,
+            env_id=state.inp.env_id,
+            llm_model=state.inp.llm_model,
+            status=status,
+            iterations=state.records,
+            best=state.evidence.get(best.iteration),
+            total_timesteps=state.inp.total_timesteps,
+            algo=state.inp.algo,
+        )
+        try:
+            await Steps(state).call(act.RECORD_LESSON, req, retry=SHORT_RETRY)
+        except ActivityError as exc:
+            workflow.logger.warning(
+                "lesson not recorded",
+                extra={"session_id": state.session_id, "error": str(exc.cause or exc)},
+            )
 
     def _failed(self, exc: ActivityError | ApplicationError) -> None:
         """The one line that says why the session failed, in its status and the Web UI's

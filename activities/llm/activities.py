@@ -17,6 +17,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from activities import lessons
 from activities.artifacts import ArtifactStore
 from activities.llm.agents import criteria as criteria_agent
 from activities.llm.agents import dialogue, fixer, judge, reward
@@ -86,17 +87,27 @@ def author_reward(req: AuthorRequest) -> AuthorResult:
     log = activity_logger(req.iteration, env_id=req.env_id, model=req.llm_model)
     store = ArtifactStore()
     key = keys.reward_key(req.session_id, req.iteration, req.candidate)
+    lesson = lessons.load(store, req.env_id, req.prompt)
     if is_offline(req.llm_model):
-        authored = OfflineAuthor().author(req.prompt, req.env_id)  # IntentNotSupported
+        authored = OfflineAuthor().author(req.prompt, req.env_id, lesson)  # IntentNotSupported
         store.put_text(key, authored.reward.code)
-        log.info("reward authored", template=authored.reward.template, key=key)
+        log.info(
+            "reward authored", template=authored.reward.template, key=key, lesson=authored.lesson
+        )
         return AuthorResult(
             reward=_template_artifact(key, authored.reward),
             criteria=authored.criteria,
             model_label=model_label(req.llm_model),
+            timesteps=authored.timesteps,
         )
     code, call = reward.author(
-        req.prompt, req.env_id, req.criteria, req.llm_model, req.candidate, req.candidates
+        req.prompt,
+        req.env_id,
+        req.criteria,
+        req.llm_model,
+        req.candidate,
+        req.candidates,
+        lessons.text_for_authors(lesson) if lesson else "",
     )
     store.put_text(key, code.code)
     log.info("reward authored", candidate=req.candidate, terms=code.terms, key=key)
@@ -186,7 +197,9 @@ def revise_reward(req: ReviseRequest) -> ReviseResult:
         # The history goes to S3 once: the tools read it, and so does the submitting call.
         history = [r.model_dump(mode="json") for r in req.history]
         store.put_text(history_key, json.dumps(history, indent=1))
-        return reward.revision_opening(req, store.get_text(req.reward.key))
+        lesson = lessons.load(store, req.env_id, req.prompt)
+        text = lessons.text_for_authors(lesson) if lesson else ""
+        return reward.revision_opening(req, store.get_text(req.reward.key), text)
 
     turn, transcript_key = dialogue.next_turn(
         store, req, folder, opening, partial(reward.revise_turn, req.llm_model)
@@ -247,8 +260,9 @@ def _revise_offline(req: ReviseRequest) -> ReviseResult:
                 "train": req.best.train,
             }
         )
+    lesson = lessons.load(ArtifactStore(), req.env_id, req.prompt)
     try:
-        revision = OfflineAuthor().revise(req)
+        revision = OfflineAuthor().revise(req, lesson)
     except ValueError as exc:
         raise ApplicationError(str(exc), type="ReviseNotSupported", non_retryable=True) from None
     key = keys.reward_key(req.session_id, req.iteration, req.candidate)

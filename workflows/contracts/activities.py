@@ -24,6 +24,7 @@ from workflows.contracts.judging import (
     VisualCriteria,
     VisualJudgment,
 )
+from workflows.contracts.lessons import LessonRequest
 from workflows.contracts.llm import (
     AuthorRequest,
     AuthorResult,
@@ -182,6 +183,13 @@ STORE_BENCHMARK = ActivityRef(
     str,
     "store the benchmark's result as JSON in S3",
 )
+RECORD_LESSON = ActivityRef(
+    "record_lesson",
+    "judge",
+    LessonRequest,
+    str,
+    "distill what the session learnt into its lesson page",
+)
 
 ALL: tuple[ActivityRef, ...] = (
     ELICIT_CRITERIA,
@@ -201,4 +209,5 @@ ALL: tuple[ActivityRef, ...] = (
     JUDGE_ROLLOUT,
     SESSION_TOOL,
     STORE_BENCHMARK,
+    RECORD_LESSON,
 )

@@ -1,6 +1,7 @@
 """The S3 key layout of a session's artifacts: the one place it is spelled.
 
     benchmarks/<benchmark_id>/result.json            benchmark_result_key
+    lessons/<env_id>/<behaviour>.md                 lesson_key (what sessions learnt)
     sessions/<session_id>/                          session_prefix
         judge_fn.py (judge_fn.fix<k>.py)            judge_key
         iter_<n>/                                   iteration_prefix
@@ -148,3 +149,11 @@ def benchmark_prefix(benchmark_id: str) -> str:
 def benchmark_result_key(benchmark_id: str) -> str:
     """benchmarks/<id>/result.json: the benchmark's aggregate and cases, as JSON."""
     return benchmark_prefix(benchmark_id) + "result.json"
+
+
+LESSONS = "lessons/"
+
+
+def lesson_key(env_id: str, behaviour: str) -> str:
+    """lessons/<env_id>/<behaviour>.md: the lesson page of one behaviour on one env."""
+    return f"{LESSONS}{env_id}/{behaviour}.md"

@@ -50,6 +50,8 @@ class AuthorResult(Contract):
     criteria: list[Criterion]
     model_label: str
     usage: LLMCall | None = None
+    # The budget per run that a lesson's passing session trained with (None: no lesson).
+    timesteps: int | None = None
 
 
 class JudgeAuthorRequest(SessionContext):

@@ -53,7 +53,7 @@ EVALUATE = Deadline(timedelta(minutes=10), HEARTBEAT, reserve=timedelta(minutes=
 JUDGE = Deadline(timedelta(minutes=5))
 # A read-only tool an agent called (S3 reads and numpy; no child, no inner limit).
 SESSION_TOOL = Deadline(timedelta(minutes=2))
-# One small JSON object put to S3 (a benchmark's result).
+# One small object put to S3 (a benchmark's result, a lesson page).
 STORE = Deadline(timedelta(minutes=1))
 
 
@@ -75,6 +75,7 @@ FIXED: dict[str, Deadline] = {
     "judge_rollout": JUDGE,
     "session_tool": SESSION_TOOL,
     "store_benchmark": STORE,
+    "record_lesson": STORE,
 }
 
 

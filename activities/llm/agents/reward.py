@@ -109,9 +109,10 @@ def author(
     model: str,
     candidate: int = 0,
     candidates: int = 1,
+    lessons: str = "",
 ) -> tuple[RewardCode, LLMCall]:
     """One reward candidate; candidates after the first are asked for a distinct design and
-    sampled warmer."""
+    sampled warmer. `lessons`: the lesson page of earlier sessions on this intent, if any."""
     diversity = ""
     if candidates > 1:
         # Candidates are trained side by side: each should bet on a different design.
@@ -125,7 +126,13 @@ def author(
         "reward_author",
         model,
         system=_system("reward_author"),
-        user=join(intent_text(prompt), env_text(env_id), criteria_text(criteria), diversity),
+        user=join(
+            intent_text(prompt),
+            env_text(env_id),
+            criteria_text(criteria),
+            lessons_text(lessons),
+            diversity,
+        ),
         tool=SUBMIT_REWARD,
         temperature=0.0 if candidate == 0 else 0.8,
     )
@@ -181,9 +188,20 @@ class Revision:
     config: str | None = None
 
 
-def revision_opening(req: ReviseRequest, code: str) -> str:
+def lessons_text(lessons: str) -> str:
+    """The lesson of earlier sessions on this intent, as a prompt section ("" when none)."""
+    if not lessons.strip():
+        return ""
+    return (
+        "# Lessons from earlier sessions on this intent\n\nWhat worked and what failed before "
+        "(reward terms and weights, budgets, failure tags). Build on what passed; do not repeat "
+        "what failed.\n\n" + lessons.strip()
+    )
+
+
+def revision_opening(req: ReviseRequest, code: str, lessons: str = "") -> str:
     """The first user message of a revision: the last iteration's evidence in full, the rest of
-    the session as a table the tools can open."""
+    the session as a table the tools can open, and the lesson of earlier sessions."""
     last = req.iteration - 1
     return join(
         intent_text(req.prompt),
@@ -194,6 +212,7 @@ def revision_opening(req: ReviseRequest, code: str) -> str:
         training_text(req.train, req.timesteps, req.timesteps_cap, req.algo),
         history_text(req.history, req.best.iteration if req.best else None),
         feedback_text(req.feedback),
+        lessons_text(lessons),
         f"You are writing the reward for iteration {req.iteration}. "
         + tool_budget_note(0, MAX_TOOL_ROUNDS),
     )

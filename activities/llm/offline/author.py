@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from activities.llm.offline.composed import TEMPLATE, composition_for, render_composed
+from activities.lessons import Entry, Lesson
+from activities.llm.offline.composed import (
+    TEMPLATE,
+    added_names,
+    composition_for,
+    render_composed,
+)
 from activities.llm.offline.matcher import Match, match_intent
 from activities.llm.offline.render import RenderedReward, render_reward
 from activities.llm.offline.reviser import Revision, revise
@@ -21,6 +27,19 @@ class Authored:
     reward: RenderedReward
     criteria: list[Criterion]
     match: Match
+    timesteps: int | None = None  # the budget a lesson's passing session trained with
+    lesson: str | None = None  # the session whose lesson the weights came from
+
+
+def _from(entry: Entry | None) -> str | None:
+    """The comment that says the reward starts from a lesson (None: it does not)."""
+    if entry is None:
+        return None
+    return (
+        f"Started from the lesson of session {entry.session_id}: it passed at iteration "
+        f"{entry.best_iteration} (score {entry.best_score:.2f}) with these weights and "
+        f"{entry.timesteps:,} steps"
+    )
 
 
 class OfflineAuthor:
@@ -28,15 +47,45 @@ class OfflineAuthor:
 
     label = OFFLINE_LABEL
 
-    def author(self, prompt: str, env_id: str) -> Authored:
-        """Raises ApplicationError(type='IntentNotSupported') for intents no template fits."""
+    def author(self, prompt: str, env_id: str, lesson: Lesson | None = None) -> Authored:
+        """Raises ApplicationError(type='IntentNotSupported') for intents no template fits.
+        With a lesson whose best passing session used the same template, its weights are the
+        starting point (and its budget is returned as `timesteps`)."""
         match = match_intent(prompt, env_id)
-        if match.template == TEMPLATE:
-            reward = render_composed(composition_for(prompt, env_id), env_id, prompt)
+        learnt = lesson.best_pass(match.template) if lesson else None
+        params = match.params
+        if learnt is not None and set(match.params) <= set(learnt.params):
+            params = {**match.params, **learnt.params}
         else:
-            reward = render_reward(match.template, env_id, match.params, prompt, notes=match.notes)
-        return Authored(reward=reward, criteria=match.criteria, match=match)
+            learnt = None
+        if match.template == TEMPLATE:
+            comp = composition_for(prompt, env_id, params if learnt else None)
+            added = added_names(params) if learnt else ()
+            reward = render_composed(comp, env_id, prompt, _from(learnt), added=added)
+        else:
+            reward = render_reward(
+                match.template, env_id, params, prompt, notes=match.notes, revision=_from(learnt)
+            )
+        return Authored(
+            reward=reward,
+            criteria=match.criteria,
+            match=match,
+            timesteps=learnt.timesteps if learnt else None,
+            lesson=learnt.session_id if learnt else None,
+        )
 
-    def revise(self, req: ReviseRequest) -> Revision:
-        """Re-render the last template reward with parameters adjusted to the evidence."""
-        return revise(req)
+    def revise(self, req: ReviseRequest, lesson: Lesson | None = None) -> Revision:
+        """Re-render the last template reward with parameters adjusted to the evidence; where a
+        lesson's passing session trained longer, grow the budget to what it used."""
+        revision = revise(req)
+        entry = lesson.best_pass() if lesson else None
+        if entry is None or req.judgment.passed:
+            return revision
+        steps = min(entry.timesteps, req.timesteps_cap)
+        if steps <= revision.timesteps:
+            return revision
+        changes = (
+            f"{revision.changes} The lesson of session {entry.session_id} passed with "
+            f"{entry.timesteps:,} steps per run: raised the budget to {steps:,}."
+        )
+        return replace(revision, timesteps=steps, changes=changes)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import activities.llm.offline.library as lib
 from activities.behaviours.layout import FREE, PLANAR, SWIMMER, layout
 from activities.envs.catalog import facts
-from activities.llm.offline import library as lib
 from activities.llm.offline.intents import NotExpressible, verb_fits
 from activities.llm.offline.reading import Reading
 from workflows.contracts.judging import Criterion

@@ -81,7 +81,7 @@ def render_composed(
     ]
     if revision:
         note = "".join(c for c in " ".join(revision.split()) if c.isprintable())
-        lines += ["#", *("# " + part for part in textwrap.wrap("Revised for " + note, 95))]
+        lines += ["#", *("# " + part for part in textwrap.wrap(note, 95))]
     lines += [
         "import primitives as P",
         "",

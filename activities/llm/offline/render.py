@@ -120,7 +120,7 @@ def render_reward(
         # After the header comment: says in the code itself why it differs from the last one.
         at = next(i for i, line in enumerate(lines) if not line.startswith("#"))
         note = "".join(c for c in " ".join(revision.split()) if c.isprintable())
-        lines[at:at] = ["#", *("# " + part for part in textwrap.wrap("Revised for " + note, 95))]
+        lines[at:at] = ["#", *("# " + part for part in textwrap.wrap(note, 95))]
     code = "\n".join(lines) + "\n"
     latex_parts, summary_parts = _read_parts(code)
     summary = "Reward: " + ", ".join(summary_parts) + "."

@@ -158,7 +158,11 @@ def _recompose_after_falls(
     )
     changes = " ".join(s for s in (change, budget) if s)
     reward = render_composed(
-        comp, req.env_id, req.prompt, f"iteration {req.iteration}: {changes}", added=("no_fall",)
+        comp,
+        req.env_id,
+        req.prompt,
+        f"Revised for iteration {req.iteration}: {changes}",
+        added=("no_fall",),
     )
     return Revision(reward=reward, timesteps=timesteps, changes=changes)
 
@@ -173,7 +177,7 @@ def revise(req: ReviseRequest) -> Revision:
         sentences = [change, budget]
         changes = " ".join(s for s in sentences if s) or "No weight could be changed further."
         comp = composition_for(req.prompt, req.env_id, params)
-        revision = f"iteration {req.iteration}: {changes}"
+        revision = f"Revised for iteration {req.iteration}: {changes}"
         added = added_names(params)
         reward = render_composed(comp, req.env_id, req.prompt, revision, added=added)
         return Revision(reward=reward, timesteps=timesteps, changes=changes)
@@ -198,6 +202,6 @@ def revise(req: ReviseRequest) -> Revision:
         params,
         req.prompt,
         notes=_notes(req.prompt, req.env_id),
-        revision=f"iteration {req.iteration}: {changes}",
+        revision=f"Revised for iteration {req.iteration}: {changes}",
     )
     return Revision(reward=reward, timesteps=timesteps, changes=changes)

@@ -22,6 +22,12 @@ class MemoryStore:
         self.objects[key] = text
         return key
 
+    def exists(self, key: str) -> bool:
+        return key in self.objects
+
+    def get_text(self, key: str) -> str:
+        return self.objects[key]
+
 
 @pytest.fixture
 def store(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:

@@ -85,6 +85,8 @@ def test_yaw_rate_expression_is_the_world_frame_yaw_rate(env_id: str):
 def test_revision_note_changes_the_code_but_not_the_reward():
     match = match_intent("hop forward", "Hopper-v5")
     a = render_reward("forward", "Hopper-v5", match.params, "hop forward")
-    b = render_reward("forward", "Hopper-v5", match.params, "hop forward", revision="iteration 2")
+    b = render_reward(
+        "forward", "Hopper-v5", match.params, "hop forward", revision="Revised for iteration 2"
+    )
     assert a.code != b.code and "# Revised for iteration 2" in b.code
     assert (a.latex, a.terms, a.summary) == (b.latex, b.terms, b.summary)

@@ -1,0 +1,66 @@
+"""Lessons across real sessions: a finished session writes its lesson page, and the next session
+on the same intent starts from it (the passing weights and budget) and needs no more iterations.
+Real worker pools, real SeaweedFS, real PPO on real MuJoCo."""
+
+from __future__ import annotations
+
+import asyncio
+
+from activities import lessons
+from activities.artifacts import ArtifactStore
+from tests.builders import start_session
+from workers.pools import run_pools
+from workers.settings import Settings
+from workflows.contracts.keys import lesson_key
+
+
+async def test_a_second_session_starts_from_the_first_sessions_lesson(
+    temporal_env, s3, queue_prefix
+):
+    prompt, env_id = "hop in place", "Hopper-v5"
+    store = ArtifactStore()
+    store.ensure_bucket()
+    key = lesson_key(env_id, lessons.behaviour_key(prompt))
+    if store.exists(key):  # another test's page: start from none
+        store.delete(key)
+    common = dict(
+        prompt=prompt,
+        env_id=env_id,
+        max_iterations=2,
+        # A few thousand steps cannot hop; a low bar lets the first session pass so that its
+        # weights and budget become the lesson.
+        pass_threshold=0.05,
+        eval_max_steps=40,
+    )
+    settings = Settings(queue_prefix=queue_prefix, train_concurrency=2)
+    pools = asyncio.create_task(
+        run_pools(temporal_env.client, settings, ["llm", "train", "judge"], handle_signals=False)
+    )
+    try:
+        first = await start_session(
+            temporal_env.client, queue_prefix, total_timesteps=4096, **common
+        )
+        one = await asyncio.wait_for(first.result(), timeout=600)
+        page = store.get_text(key)
+        second = await start_session(
+            temporal_env.client, queue_prefix, total_timesteps=2048, **common
+        )
+        two = await asyncio.wait_for(second.result(), timeout=600)
+    finally:
+        pools.cancel()
+        await asyncio.gather(pools, return_exceptions=True)
+
+    assert one.passed, one
+    assert f"Session `{one.session_id}` (offline) passed at iteration 1" in page
+    assert "4,096 steps per run" in page
+
+    # The second session's first reward is the lesson's (its weights), trained with the
+    # lesson's budget although the session asked for half of it, and it needs no more
+    # iterations.
+    first_code = store.get_text(two.iterations[0].reward_key)
+    assert f"Started from the lesson of session {one.session_id}" in first_code
+    assert two.iterations[0].timesteps == 4096
+    assert two.passed and len(two.iterations) <= len(one.iterations)
+    both = lessons.parse(env_id, lessons.behaviour_key(prompt), store.get_text(key)).entries
+    assert [e.session_id for e in both] == [one.session_id, two.session_id]
+    assert both[1].params == both[0].params
