@@ -1,0 +1,68 @@
+"""`policyforge lessons` against the real S3 server: list, show, edit through $EDITOR (a broken
+edit is refused and changes nothing), delete."""
+
+from __future__ import annotations
+
+import argparse
+import stat
+from pathlib import Path
+
+import pytest
+
+from activities import lessons
+from activities.artifacts import ArtifactStore
+from workers.lessons import cmd_lessons
+from workflows.contracts.keys import lesson_key
+from workflows.contracts.lessons import LessonRequest
+
+
+def _args(action: str, env_id: str | None = None, behaviour: str | None = None):
+    return argparse.Namespace(action=action, env_id=env_id, behaviour=behaviour)
+
+
+def _editor(tmp_path: Path, sed: str) -> str:
+    script = tmp_path / "editor.sh"
+    script.write_text(f"#!/bin/sh\nsed -i '{sed}' \"$1\"\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def test_list_show_edit_delete(s3, tmp_path, monkeypatch, capsys):
+    store = ArtifactStore()
+    store.ensure_bucket()
+    for key in store.list_keys("lessons/"):
+        store.delete(key)
+    cmd_lessons(_args("list"), store)
+    assert "no lessons yet" in capsys.readouterr().out
+
+    req = LessonRequest(
+        session_id="s-1",
+        prompt="swim forward",
+        env_id="Swimmer-v5",
+        llm_model="offline",
+        status="not_passed",
+        total_timesteps=1000,
+    )
+    key = lessons.record(store, req)
+    assert key == lesson_key("Swimmer-v5", "swim-forward")
+    cmd_lessons(_args("list"), store)
+    assert "Swimmer-v5" in capsys.readouterr().out
+    cmd_lessons(_args("show", "Swimmer-v5", "Swim forward!"), store)  # the intent works too
+    assert "# Lesson: swim-forward on Swimmer-v5" in capsys.readouterr().out
+
+    monkeypatch.setenv("EDITOR", _editor(tmp_path, "s/(none yet: add yours here)/Go slower./"))
+    cmd_lessons(_args("edit", "Swimmer-v5", "swim-forward"), store)
+    assert "Go slower." in store.get_text(key)
+
+    before = store.get_text(key)
+    monkeypatch.setenv("EDITOR", _editor(tmp_path, 's/"session_id"/"session_id/'))
+    with pytest.raises(SystemExit, match="does not read.*the lesson was not changed"):
+        cmd_lessons(_args("edit", "Swimmer-v5", "swim-forward"), store)
+    assert store.get_text(key) == before
+
+    cmd_lessons(_args("delete", "Swimmer-v5", "swim-forward"), store)
+    assert not store.exists(key)
+    with pytest.raises(SystemExit, match="no lesson Swimmer-v5 swim-forward"):
+        cmd_lessons(_args("show", "Swimmer-v5", "swim-forward"), store)
+    with pytest.raises(SystemExit, match="needs ENV and BEHAVIOUR"):
+        cmd_lessons(_args("show", "Swimmer-v5"), store)
