@@ -12,7 +12,7 @@ demo: setup
 test: setup
 	.venv/bin/ruff check .
 	.venv/bin/mypy
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q --durations=25
 
 lint: setup
 	.venv/bin/ruff check .

@@ -77,6 +77,14 @@ def _param(p: inspect.Parameter) -> str:
     return f"{p.name}={default}"
 
 
+def _short(fn: Any) -> str:
+    """The call without the (env, data) every measure takes: `height_reward(lower, ...)`."""
+    params = list(inspect.signature(fn).parameters.values())
+    if [p.name for p in params[:2]] == ["env", "data"]:
+        params = params[2:]
+    return f"{fn.__name__}({', '.join(_param(p) for p in params)})"
+
+
 @cache
 def primitives_for(env_id: str) -> tuple[Listed, ...]:
     """The primitives an env supports, measures first."""
@@ -92,19 +100,33 @@ def primitives_for(env_id: str) -> tuple[Listed, ...]:
     return tuple(sorted(out, key=lambda item: item.reward))
 
 
+def _takes_body(fn: Any) -> bool:
+    return list(inspect.signature(fn).parameters)[:2] == ["env", "data"]
+
+
 def describe(env_id: str) -> list[str]:
-    """Markdown lines for the env spec: how to import, then each primitive with its meaning."""
+    """Markdown lines for the env spec, kept short (it goes into every prompt): how to call the
+    library, then the measures, reward forms and helpers that apply to this env."""
     lines = [
-        "Import `primitives` (`import primitives as P`) to measure the body instead of indexing "
-        "qpos yourself. Measures take the env id and the step's `info` (a number back) or a "
-        "judge's `trajectory` dict (one value per step). Reward forms return [0, 1], 1 when the "
-        "behaviour is there; weigh them against each other. `P.INF` is infinity.",
+        "`import primitives as P` measures the body, so you need not index qpos yourself. "
+        "Measures and reward forms take the env id and the step's `info` (a number back) or a "
+        "judge's `trajectory` (one value per step) first: `P.height(ENV, info)`. Signs: +x is "
+        "forward, +y left; uprightness is 1 upright, 0 on its side, -1 upside down; pitch is "
+        "nose-up positive; heading and yaw rate are counter-clockwise positive. Reward forms "
+        "return [0, 1]: 1 where the behaviour is, 0.1 at `margin` outside it (velocity and "
+        "yaw-rate forms rise linearly from 0 at rest to 1 at `target`).",
     ]
     lay = layout(env_id)
     if lay.feet:
         lines.append(f"Feet, in the order the foot primitives return them: {', '.join(lay.feet)}.")
     if lay.knees:
         lines.append(f"Knees, in order: {', '.join(lay.knees)}.")
-    for item in primitives_for(env_id):
-        lines.append(f"- `{item.signature}`: {item.doc}")
+    fns = [getattr(P, item.name) for item in primitives_for(env_id)]
+    groups = (
+        ("measures", [f for f in fns if _takes_body(f) and not f.__name__.endswith("_reward")]),
+        ("reward forms", [f for f in fns if _takes_body(f) and f.__name__.endswith("_reward")]),
+        ("helpers", [f for f in fns if not _takes_body(f)]),
+    )
+    for title, group in groups:
+        lines.append(f"- {title}: " + ", ".join(f"`{_short(f)}`" for f in group))
     return lines

@@ -78,6 +78,6 @@ async def test_a_session_runs_across_three_worker_processes(
             <= {
                 "llm": {"author_reward", "revise_reward"},
                 "train": {"validate_reward", "train_policy", "evaluate_policy"},
-                "judge": {"judge_rollout"},
+                "judge": {"judge_rollout", "record_lesson"},
             }[pool]
         )

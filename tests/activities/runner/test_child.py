@@ -133,6 +133,10 @@ def test_train_local_trains_and_evaluates(tmp_path: Path):
             "term_forward": (T,),
             "term_ctrl": (T,),
             **{f"info_{k}": (T,) for k in spec.info_keys},
+            # HalfCheetah's two feet and two knees (activities/behaviours/sensors.py).
+            "feet_z": (T, 2),
+            "feet_contact": (T, 2),
+            "knees_z": (T, 2),
         }
         assert set(npz.files) == set(shapes) | {"meta_env_id", "meta_dt"}
         for key, shape in shapes.items():
