@@ -226,18 +226,7 @@ def _modifiers(family: str, tokens: list[str]) -> Intent:
         direction = -1.0
     if family == "spin" and (("clockwise" in ws and not ws & {"counter", "anti"}) or "right" in ws):
         direction = -1.0
-    speed, target = "plain", None
-    if family == "locomotion":
-        target = explicit_speed(tokens)
-        stems = {stem(w) for w in tokens}
-        if target is not None:
-            speed = "exact"
-        elif ws & SLOW:
-            speed = "slow"
-        elif ws & STEADY:
-            speed = "steady"
-        elif ws & MAX_SPEED or stems & {"run", "sprint", "dash"}:
-            speed = "max"
+    speed, target = speed_mode(tokens) if family == "locomotion" else ("plain", None)
     verb = next((stem(w) for w in tokens if stem(w) in LOCOMOTION_VERBS), "")
     return Intent(
         family=family,
@@ -250,6 +239,22 @@ def _modifiers(family: str, tokens: list[str]) -> Intent:
         in_place=bool(ws & {"place", "spot"}),
         verb=verb,
     )
+
+
+def speed_mode(tokens: list[str]) -> tuple[str, float | None]:
+    """How fast a locomotion prompt asks to go: exact (with the stated m/s), slow, steady, max
+    ("fast", "run", "sprint") or plain."""
+    ws, stems = set(tokens), {stem(w) for w in tokens}
+    target = explicit_speed(tokens)
+    if target is not None:
+        return "exact", target
+    if ws & SLOW:
+        return "slow", None
+    if ws & STEADY:
+        return "steady", None
+    if ws & MAX_SPEED or stems & {"run", "sprint", "dash"}:
+        return "max", None
+    return "plain", None
 
 
 def explicit_speed(tokens: list[str]) -> float | None:

@@ -22,8 +22,8 @@ from activities.llm.offline.intents import (
     STEADY,
     UNSUPPORTED,
     NotExpressible,
-    explicit_speed,
     is_number,
+    speed_mode,
     stem,
     tokenize,
     words,
@@ -217,22 +217,13 @@ def read(prompt: str) -> Reading:
             f"the words '{' '.join(dict.fromkeys(unknown))}' ask for something no primitive "
             f"of the behaviour library measures for {core}"
         )
-    ws, stems = set(rest), {stem(w) for w in rest}
+    ws = set(rest)
     direction = 1.0
     if core == "locomotion" and ws & {"backward", "backwards", "back", "reverse"}:
         direction = -1.0
     if "cw" in qualifiers or (core == "spin" and "right" in ws):
         direction = -1.0
-    target = explicit_speed(list(rest)) if core == "locomotion" else None
-    speed = "plain"
-    if target is not None:
-        speed = "exact"
-    elif ws & SLOW:
-        speed = "slow"
-    elif ws & STEADY:
-        speed = "steady"
-    elif ws & MAX_SPEED or stems & {"run", "sprint", "dash"}:
-        speed = "max"
+    speed, target = speed_mode(rest) if core == "locomotion" else ("plain", None)
     unused = tuple(
         dict.fromkeys(w for w in rest if w in FILLER and w not in known and w not in _QUIET)
     )
