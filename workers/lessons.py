@@ -38,7 +38,24 @@ def _key(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def cmd_lessons(args: argparse.Namespace, store: ArtifactStore | None = None) -> None:
-    """Run one `lessons` action, printing what it did."""
+    """Run one `lessons` action, printing what it did; S3 that cannot be reached or refuses
+    is one line naming the endpoint and what to set."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        _run(args, store)
+    except (BotoCoreError, ClientError) as exc:
+        from activities.artifacts import endpoint_url
+
+        raise SystemExit(
+            f"error: lessons are in S3 at {endpoint_url() or 'AWS'}, which answered: "
+            f"{str(exc).splitlines()[0]}; set AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY as the workers have them (policyforge dev's embedded "
+            "SeaweedFS takes any key, e.g. policyforge/policyforge)"
+        ) from None
+
+
+def _run(args: argparse.Namespace, store: ArtifactStore | None) -> None:
     # Imported here: `policyforge --help` stays fast without boto3.
     from activities import lessons
     from activities.artifacts import ArtifactStore

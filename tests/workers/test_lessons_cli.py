@@ -66,3 +66,16 @@ def test_list_show_edit_delete(s3, tmp_path, monkeypatch, capsys):
         cmd_lessons(_args("show", "Swimmer-v5", "swim-forward"), store)
     with pytest.raises(SystemExit, match="needs ENV and BEHAVIOUR"):
         cmd_lessons(_args("show", "Swimmer-v5"), store)
+
+
+def test_s3_that_cannot_be_reached_is_one_line(monkeypatch):
+    from workers.services import free_port
+
+    endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
+    store = ArtifactStore(endpoint=endpoint, attempts=1)
+    with pytest.raises(SystemExit) as info:
+        cmd_lessons(_args("list"), store)
+    message = str(info.value)
+    assert message.startswith(f"error: lessons are in S3 at {endpoint}, which answered: ")
+    assert "\n" not in message and "AWS_ACCESS_KEY_ID" in message
