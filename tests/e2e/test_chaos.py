@@ -18,6 +18,7 @@ from workers.chaos.run import run_in_lanes, run_scenarios
 from workers.chaos.scenarios import LONG, SCENARIOS, SHORT
 
 
+@pytest.mark.timeout(1200)  # beyond the suite's 600 s: six scenarios, each with its own limit
 async def test_every_short_scenario_finishes_everything_and_loses_nothing(tmp_path: Path):
     rows = await run_in_lanes(list(SCENARIOS), SHORT, tmp_path)
     print("\n" + table(rows))
