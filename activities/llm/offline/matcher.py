@@ -89,6 +89,8 @@ def _locomotion(intent: Intent, env_id: str) -> Match:
     if why:
         raise NotExpressible(why)
     base = lib.base_params(env_id)
+    weights = lib.LOCOMOTION_WEIGHTS.get(env_id, {})
+    base.update({k: v for k, v in weights.items() if k in base})
     notes: list[str] = []
     if intent.natural:
         # A natural gait is approximated by smoother, cheaper motion; style itself is unmeasured.
@@ -112,11 +114,16 @@ def _locomotion(intent: Intent, env_id: str) -> Match:
             f"{env_id} within a few hundred thousand steps"
         )
     if intent.speed in ("max", "plain"):
+        # A plain "walk forward" asks for walking, not a sprint: on a body that can fall, speed
+        # above twice the judged target pays nothing more (see the forward template).
+        capped = intent.speed == "plain" and f.terminates
         params = {
             "forward_weight": 1.25 if env_id == "Humanoid-v5" else 1.0,
             "direction": intent.direction,
+            "speed_cap": round(2.0 * target, 3) if capped else 0.0,
             **base,
         }
+        params["forward_weight"] = weights.get("forward_weight", params["forward_weight"])
         template = "forward"
     else:
         params = {

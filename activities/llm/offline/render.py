@@ -71,6 +71,13 @@ def _derived(spec: TemplateSpec, env_id: str, params: dict[str, float]) -> dict[
         if env_id == "InvertedPendulum-v5"
         else r"(\theta_1^2 + (\theta_1 + \theta_2)^2)",
     }
+    # Rewards rendered before the forward template had a speed cap re-render uncapped.
+    cap = float(params.get("speed_cap", 0.0))
+    out["speed_cap"] = num(cap)
+    out["capped_velocity_tex"] = (
+        rf"\min({out['velocity_tex']}, {num(cap)})" if cap > 0 else out["velocity_tex"]
+    )
+    out["cap_words"] = f", up to {num(cap)} m/s" if cap > 0 else ""
     body = BODIES.get(env_id)
     if body is not None:
         for key in ("height", "vertical_speed", "upright", "planar_speed_sq", "yaw_rate"):

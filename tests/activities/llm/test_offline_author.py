@@ -11,6 +11,7 @@ from temporalio.exceptions import ApplicationError
 from activities.envs.catalog import facts
 from activities.judging.metrics import available_metrics
 from activities.llm.offline import OfflineAuthor, match_intent
+from activities.llm.offline.render import num, render_reward
 
 DEV_INTENTS = Path(__file__).with_name("dev_intents.csv")
 SHARED_INTENTS = Path("/work/shared/cases/dev_intents.csv")
@@ -93,9 +94,33 @@ def test_run_forward_as_fast_as_possible_on_halfcheetah():
     assert match.params == {
         "forward_weight": 1.0,
         "direction": 1.0,
+        "speed_cap": 0.0,
         "ctrl_weight": 0.1,
         "healthy_bonus": 0.0,
     }
+
+
+def test_a_plain_walk_on_a_body_that_falls_pays_no_more_above_twice_its_target():
+    hop = match_intent("hop forward", "Hopper-v5")
+    target = hop.criteria[0].target
+    assert hop.params["speed_cap"] == pytest.approx(2.0 * target)
+    rendered = render_reward(hop.template, "Hopper-v5", hop.params, "hop forward")
+    assert rf"\min(\dot{{x}}_t, {num(2.0 * target)})" in rendered.latex
+    assert f"up to {num(2.0 * target)} m/s" in rendered.summary
+    # Asked for speed, or on a body that cannot fall, nothing is capped.
+    assert match_intent("hop forward as fast as possible", "Hopper-v5").params["speed_cap"] == 0
+    assert match_intent("swim forward", "Swimmer-v5").params["speed_cap"] == 0
+
+
+def test_ant_walks_with_its_own_weights_not_the_envs():
+    params = match_intent("walk forward", "Ant-v5").params
+    assert (params["forward_weight"], params["ctrl_weight"], params["healthy_bonus"]) == (
+        2.0,
+        0.05,
+        0.25,
+    )
+    # "naturally" still doubles the (Ant's) control weight.
+    assert match_intent("walk forward naturally", "Ant-v5").params["ctrl_weight"] == 0.1
 
 
 def test_envs_that_end_early_get_a_staying_healthy_criterion():
