@@ -47,6 +47,10 @@ UNSUPPORTED = {
     "climb": "climbing needs terrain that the environment does not have",
     "push": "pushing needs an object that the environment does not have",
     "carry": "carrying needs an object that the environment does not have",
+    # A policy turns around where it is; these envs leave the body's x position out of what the
+    # policy observes, so no reward can teach it where to turn.
+    "forth": "going back and forth needs the policy to see where it is, and the env hides its "
+    "x position from the policy",
 }
 
 

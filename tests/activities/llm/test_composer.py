@@ -255,3 +255,12 @@ def test_a_template_reward_that_keeps_falling_is_recomposed_without_falling():
     second = revise(again)
     assert second.reward.template == "composed" and "upright" in second.reward.terms
     assert second.reward.params["q_no_fall"] == 1.0
+
+
+def test_back_and_forth_is_refused_for_what_the_policy_cannot_see():
+    for prompt, env_id in (
+        ("walk back and forth", "Ant-v5"),
+        ("run back and forth", "HalfCheetah-v5"),
+    ):
+        with pytest.raises(ApplicationError, match="hides its x position from the policy"):
+            match_intent(prompt, env_id)
