@@ -57,11 +57,12 @@ def make_env(
             kwargs.setdefault("camera_name", "track")
     env = gym.make(env_id, **kwargs)
     if render_size:
-        # Mesa's software renderer: a 1024 shadow map and no multisampling triple the frame rate.
-        # Must be set before the first render creates the GL context.
-        quality = mujoco_env(env).model.vis.quality
-        quality.shadowsize = 1024
-        quality.offsamples = 0
+        # Mesa's software renderer: no multisampling and no shadow pass. Shadows cost 40% of a
+        # 480 px frame (24 -> 15 ms for HalfCheetah) and the scenes' overhead light casts them
+        # almost unseen under the body. Must be set before the first render makes the context.
+        model = mujoco_env(env).model
+        model.vis.quality.offsamples = 0
+        model.light_castshadow[:] = 0
         if env_id in TRACKING_CAMERA:
             _extend_floor(mujoco_env(env).model)
     return RewardWrapper(env, reward) if reward is not None else env

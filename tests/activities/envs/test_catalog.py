@@ -61,7 +61,8 @@ def test_videos_follow_moving_robots(env_id: str):
         track = mujoco.mj_name2id(u.model, mujoco.mjtObj.mjOBJ_CAMERA, "track")
         expected = track if facts(env_id).locomotion else -1
         assert u.mujoco_renderer.camera_id == expected
-        assert u.model.vis.quality.shadowsize == 1024 and u.model.vis.quality.offsamples == 0
+        # Software rendering without its costliest passes: multisampling and shadows.
+        assert u.model.vis.quality.offsamples == 0 and not u.model.light_castshadow.any()
         if facts(env_id).locomotion:  # the floor is drawn far enough for a fast runner
             assert u.model.geom("floor").size[0] >= 500
     finally:
