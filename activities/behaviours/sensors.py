@@ -56,7 +56,8 @@ class BodySensors:
             out["feet_z"] = centre_z - axis_z * self.half_length - self.radius
             pairs = data.contact.geom  # (ncon, 2), a view over the active contacts
             with_floor = pairs[(pairs == self.floor).any(axis=1)].ravel()
-            touching = np.isin(self.feet, with_floor).astype(np.float64)
+            # A broadcast compare: np.isin sorts, ten times slower on these few elements.
+            touching = (self.feet[:, None] == with_floor[None, :]).any(axis=1).astype(np.float64)
             out["feet_contact"] = touching
         if len(self.knees):
             out["knees_z"] = data.xanchor[self.knees, 2].copy()

@@ -1,11 +1,12 @@
 """Evaluation checkpoints at 25/50/75/100% of training: run inside the child only.
 
 At each point (right after a PPO update) the current model and VecNormalize are saved to
-`evals/pct_<p>/`, the policy plays `episodes` deterministic episodes (seeds 0..n-1, the
-session's reward, at most `max_steps` steps), and the episodes at the 10th percentile, median
-and 90th percentile of the return are kept as `p10|median|p90.npz` (the evaluation trajectory
-format) and `.mp4` (re-played with rendering, the first `video_frames` frames at
-`video_size` px: software rendering is the slow part). `returns.json` lists every episode.
+`evals/pct_<p>/`, the policy plays `episodes` deterministic episodes in lockstep (seeds
+0..n-1, the session's reward, at most `max_steps` steps, one batched policy call a step), and
+the episodes at the 10th percentile, median and 90th percentile of the return are kept as
+`p10|median|p90.npz` (the evaluation trajectory format) and `.mp4` (drawn from the recorded
+states, the first `video_frames` frames at `video_size` px: software rendering is the slow
+part). `returns.json` lists every episode.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from stable_baselines3.common.callbacks import BaseCallback
 from activities.training.checkpoints import save_policy
 from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import LoadedReward, Rewards
-from activities.training.rollout import Mp4Writer, collect, save_trajectory, video_stride
+from activities.training.rollout import (
+    Mp4Writer,
+    collect_many,
+    render_states,
+    save_trajectory,
+    video_stride,
+)
 from activities.training.sim import make_env, mujoco_env
 
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -80,20 +87,25 @@ class EvalCheckpoints(BaseCallback):
         folder = self.out_dir / "evals" / f"pct_{pct}"
         save_policy(self.model, folder)
         act = deterministic_act(self.model, self.model.get_vec_normalize_env())
-        runs = []
-        for seed in range(self.episodes):
-            env = make_env(self.env_id, self.reward)
-            try:
-                arrays, stats = collect(env, act, seed, self.max_steps)
-            finally:
+        seeds = list(range(self.episodes))
+        envs = [make_env(self.env_id, self.reward) for _ in seeds]
+        try:
+            played = collect_many(envs, act, seeds, self.max_steps)
+        finally:
+            for env in envs:
                 env.close()
-            runs.append((stats["episode_return"], seed, arrays, stats))
-        runs.sort(key=lambda r: r[0])
+        runs = sorted(
+            (
+                (stats["episode_return"], seed, arrays, stats)
+                for seed, (arrays, stats) in zip(seeds, played, strict=True)
+            ),
+            key=lambda r: r[0],
+        )
         picked: dict[str, Any] = {}
         for name, q in PICKS:
             ret, seed, arrays, stats = runs[round(q * (len(runs) - 1))]
             save_trajectory(folder / f"{name}.npz", arrays)
-            self._video(act, seed, folder / f"{name}.mp4")
+            self._video(arrays, seed, folder / f"{name}.mp4")
             picked[name] = {"seed": seed, "return": ret, "length": stats["episode_length"]}
         summary = {
             "fraction": fraction,
@@ -104,13 +116,12 @@ class EvalCheckpoints(BaseCallback):
         (folder / "returns.json").write_text(json.dumps(summary, indent=2) + "\n")
         self.emit({"event": "eval_checkpoint", "pct": pct, "timesteps": int(self.num_timesteps)})
 
-    def _video(self, act: Callable[[np.ndarray], np.ndarray], seed: int, path: Path) -> None:
-        env = make_env(self.env_id, self.reward, render_size=self.video_size)
+    def _video(self, arrays: dict[str, np.ndarray], seed: int, path: Path) -> None:
+        env = make_env(self.env_id, None, render_size=self.video_size)
         stride, fps = video_stride(float(mujoco_env(env).dt))
-        steps = min(self.max_steps or 10**9, self.video_frames * stride)
         writer = Mp4Writer(path, fps)
         try:
-            collect(env, act, seed, steps, writer, stride)
+            render_states(env, seed, arrays, self.video_frames * stride, writer, stride)
         finally:
             env.close()
             writer.close()

@@ -24,7 +24,9 @@ from typing import IO, Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.policies import ActorCriticPolicy
 
 from activities.training.checkpoints import next_multiple
 
@@ -32,13 +34,32 @@ Emit = Callable[[dict[str, Any]], None]
 
 
 def deterministic_act(model: Any, venv: Any = None) -> Callable[[np.ndarray], np.ndarray]:
-    """The policy's deterministic action for a raw observation, normalised through `venv`'s
-    statistics when given (normalize_obs reads them and never updates them)."""
+    """The policy's deterministic action for a raw observation (or a batch of them), normalised
+    through `venv`'s statistics when given (normalize_obs reads them and never updates them)."""
+    policy = model.policy
+    lean = (
+        isinstance(policy, ActorCriticPolicy)
+        and isinstance(policy.action_space, gym.spaces.Box)
+        and not policy.squash_output
+    )
+    if lean:
+        # predict() switches training mode, checks and reshapes on every call: over half of an
+        # evaluation step. This is its deterministic path for a Gaussian PPO policy, called
+        # directly: the mean action, clipped to the action space as predict clips it.
+        policy.set_training_mode(False)
+        low, high = policy.action_space.low, policy.action_space.high
 
     def act(obs: np.ndarray) -> np.ndarray:
         if venv is not None:
             obs = venv.normalize_obs(obs)
-        return model.predict(obs, deterministic=True)[0]
+        if not lean:
+            return model.predict(obs, deterministic=True)[0]
+        with torch.no_grad():
+            x = torch.as_tensor(np.atleast_2d(np.asarray(obs, dtype=np.float32)))
+            features = policy.extract_features(x, policy.pi_features_extractor)
+            mean = policy.action_net(policy.mlp_extractor.forward_actor(features))
+        actions = np.clip(mean.numpy(), low, high)
+        return actions[0] if np.ndim(obs) == 1 else actions
 
     return act
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import defaultdict
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import av
+import mujoco
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -87,6 +89,68 @@ def random_trajectory(
     return arrays
 
 
+def _limit(env: Any, max_steps: int | None) -> int:
+    limit = env.spec.max_episode_steps if env.spec and env.spec.max_episode_steps else 1000
+    return limit if max_steps is None else min(limit, max_steps)
+
+
+class _Episode:
+    """One episode's rows as it is played, turned into the trajectory arrays at its end."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.rows: dict[str, list[Any]] = defaultdict(list)
+        self.env_ret = 0.0
+        self.terminated = self.truncated = False
+        self.info_keys: list[str] | None = None
+
+    def record(self, obs: np.ndarray, action: np.ndarray, step: tuple) -> bool:
+        """Add one env.step's result; True when the episode is over."""
+        next_obs, _, terminated, truncated, info = step
+        rows = self.rows
+        scalars = scalar_info(info)
+        self.info_keys = self.info_keys if self.info_keys is not None else sorted(scalars)
+        rows["obs"].append(obs)
+        rows["next_obs"].append(next_obs)
+        rows["action"].append(np.asarray(action, dtype=np.float64))
+        rows["env_reward"].append(info["env_reward"])
+        rows["qpos"].append(info["qpos"])
+        rows["qvel"].append(info["qvel"])
+        for key in SENSOR_KEYS:
+            if key in info:  # feet and knees (activities/behaviours/sensors.py)
+                rows[key].append(info[key])
+        rows["terminated"].append(bool(terminated))
+        rows["truncated"].append(bool(truncated))
+        for k in self.info_keys:
+            rows[f"info_{k}"].append(scalars.get(k, np.nan))
+        self.env_ret += info["env_reward"]
+        self.terminated, self.truncated = bool(terminated), bool(truncated)
+        return self.terminated or self.truncated
+
+    def finish(
+        self, scored: list[tuple[float, dict[str, float]]]
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        rows, env = self.rows, self.env
+        rewards = [r for r, _ in scored]
+        term_keys = sorted(scored[0][1]) if scored else []
+        rows["reward"] = rewards
+        for k in term_keys:
+            rows[f"term_{k}"] = [terms.get(k, np.nan) for _, terms in scored]
+        arrays: dict[str, np.ndarray] = {
+            k: np.asarray(v, dtype=bool if k in ("terminated", "truncated") else np.float64)
+            for k, v in rows.items()
+        }
+        arrays["meta_env_id"] = np.array(env.spec.id if env.spec else "")
+        arrays["meta_dt"] = np.array(float(env.unwrapped.dt))
+        stats = {
+            "episode_return": float(sum(rewards)),
+            "env_return": self.env_ret,
+            "episode_length": len(rewards),
+            "terminated": self.terminated,
+        }
+        return arrays, stats
+
+
 def collect(
     env: Any,
     act: Callable[[np.ndarray], np.ndarray],
@@ -100,59 +164,67 @@ def collect(
     The actions never depend on the reward, so the episode is scored in one call at its end
     (one round trip to the sandbox per episode, not per step).
     """
-    limit = env.spec.max_episode_steps if env.spec and env.spec.max_episode_steps else 1000
-    if max_steps is not None:
-        limit = min(limit, max_steps)
-    rows: dict[str, list[Any]] = defaultdict(list)
+    episode = _Episode(env)
     obs, _ = env.reset(seed=seed)
     if writer is not None:
         writer.add(env.render())
-    env_ret = 0.0
-    terminated = truncated = False
-    info_keys: list[str] | None = None
     with env.deferred() as scored:
-        for t in range(limit):
+        for t in range(_limit(env, max_steps)):
             action = act(obs)
-            next_obs, _, terminated, truncated, info = env.step(action)
-            scalars = scalar_info(info)
-            info_keys = info_keys if info_keys is not None else sorted(scalars)
-            rows["obs"].append(obs)
-            rows["next_obs"].append(next_obs)
-            rows["action"].append(np.asarray(action, dtype=np.float64))
-            rows["env_reward"].append(info["env_reward"])
-            rows["qpos"].append(info["qpos"])
-            rows["qvel"].append(info["qvel"])
-            for key in SENSOR_KEYS:
-                if key in info:  # feet and knees (activities/behaviours/sensors.py)
-                    rows[key].append(info[key])
-            rows["terminated"].append(bool(terminated))
-            rows["truncated"].append(bool(truncated))
-            for k in info_keys:
-                rows[f"info_{k}"].append(scalars.get(k, np.nan))
-            env_ret += info["env_reward"]
-            obs = next_obs
+            step = env.step(action)
+            done = episode.record(obs, action, step)
+            obs = step[0]
             if writer is not None and (t + 1) % stride == 0:
                 writer.add(env.render())
-            if terminated or truncated:
+            if done:
                 break
-    rewards = [r for r, _ in scored]
-    term_keys = sorted(scored[0][1]) if scored else []
-    rows["reward"] = rewards
-    for k in term_keys:
-        rows[f"term_{k}"] = [terms.get(k, np.nan) for _, terms in scored]
-    arrays: dict[str, np.ndarray] = {
-        k: np.asarray(v, dtype=bool if k in ("terminated", "truncated") else np.float64)
-        for k, v in rows.items()
-    }
-    arrays["meta_env_id"] = np.array(env.spec.id if env.spec else "")
-    arrays["meta_dt"] = np.array(float(env.unwrapped.dt))
-    stats = {
-        "episode_return": float(sum(rewards)),
-        "env_return": env_ret,
-        "episode_length": len(rewards),
-        "terminated": bool(terminated),
-    }
-    return arrays, stats
+    return episode.finish(scored)
+
+
+def collect_many(
+    envs: list[Any],
+    act: Callable[[np.ndarray], np.ndarray],
+    seeds: list[int],
+    max_steps: int | None,
+) -> list[tuple[dict[str, np.ndarray], dict[str, Any]]]:
+    """`collect` for several episodes at once, one env per seed stepped in lockstep: one batched
+    policy call per step for all the episodes still running (the policy forward, not the
+    physics, is most of an evaluation step). Each episode is exactly what `collect` records."""
+    episodes = [_Episode(env) for env in envs]
+    obs = [env.reset(seed=seed)[0] for env, seed in zip(envs, seeds, strict=True)]
+    live = list(range(len(envs)))
+    with contextlib.ExitStack() as stack:
+        scored = [stack.enter_context(env.deferred()) for env in envs]
+        for _ in range(_limit(envs[0], max_steps)):
+            if not live:
+                break
+            actions = act(np.stack([obs[i] for i in live]))
+            still = []
+            for i, action in zip(live, actions, strict=True):
+                step = envs[i].step(action)
+                if not episodes[i].record(obs[i], action, step):
+                    still.append(i)
+                obs[i] = step[0]
+            live = still
+    return [e.finish(sc) for e, sc in zip(episodes, scored, strict=True)]
+
+
+def render_states(
+    env: Any, seed: int, arrays: dict[str, np.ndarray], steps: int, writer: Mp4Writer, stride: int
+) -> None:
+    """The video of a recorded episode, drawn from its states (qpos, qvel after each step) on a
+    rendering env: the frames of re-playing it (to within the last physics substep, which
+    mj_step leaves undrawn), without running the policy or the reward again."""
+    env.reset(seed=seed)
+    writer.add(env.render())
+    sim = env.unwrapped
+    for t in range(min(steps, len(arrays["qpos"]))):
+        if (t + 1) % stride:
+            continue
+        sim.data.qpos[:] = arrays["qpos"][t]
+        sim.data.qvel[:] = arrays["qvel"][t]
+        mujoco.mj_forward(sim.model, sim.data)
+        writer.add(env.render())
 
 
 class Mp4Writer:
