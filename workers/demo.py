@@ -30,6 +30,7 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
     from workers.logs import configure_logging
     from workers.pools import run_pools
     from workers.sessions import start_and_follow
+    from workers.timing import Split, session_split
 
     console = Console(soft_wrap=True)
     started = time.monotonic()
@@ -53,25 +54,29 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
         )
         console.print(f"  worker logs (JSON lines) in {log_path}")
 
-        async def go() -> SessionResult | None:
+        async def go() -> tuple[SessionResult | None, Split | None]:
             live = Settings()
             client = await connect(live)
             pools = asyncio.create_task(
                 run_pools(client, live, ["llm", "train", "judge"], handle_signals=False)
             )
             try:
-                return await start_and_follow(data, workflow_id=None, detach=False, as_json=False)
+                done = await start_and_follow(data, workflow_id=None, detach=False, as_json=False)
+                split = await session_split(client, done.session_id) if done else None
+                return done, split
             finally:
                 pools.cancel()
                 await asyncio.gather(pools, return_exceptions=True)
 
         try:
-            result = asyncio.run(go())
+            result, split = asyncio.run(go())
         finally:
             log_file.close()
         assert result is not None
         saved = _save_outputs(result, out)
     console.print(f"demo finished in {time.monotonic() - started:.0f}s")
+    if split is not None:
+        console.print(f"  session {split.line()}")
     for path in saved:
         console.print(f"  saved {path}")
     return 0 if result.passed else 1

@@ -346,6 +346,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         mean_env_return=summary["mean_env_return"],
         term_means=summary["term_means"],
         wall_seconds=float(summary["wall_seconds"]),
+        eval_checkpoint_seconds=float(summary.get("eval_checkpoint_seconds", 0.0)),
         steps_per_second=float(summary["steps_per_second"]),
         still_improving=bool(summary["still_improving"]),
         resumed_from_timesteps=summary.get("resumed_from_timesteps"),

@@ -12,6 +12,7 @@ part). `returns.json` lists every episode.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ class EvalCheckpoints(BaseCallback):
         self.video_size = video_size
         self.video_frames = video_frames
         self._todo = list(FRACTIONS)
+        self.seconds = 0.0  # spent in checkpoints, inside training's wall time
 
     def _init_callback(self) -> None:
         # A resumed run skips the points its earlier attempt already passed.
@@ -83,6 +85,13 @@ class EvalCheckpoints(BaseCallback):
             self._todo.clear()
 
     def _checkpoint(self, fraction: float) -> None:
+        started = time.monotonic()
+        try:
+            self._play(fraction)
+        finally:
+            self.seconds += time.monotonic() - started
+
+    def _play(self, fraction: float) -> None:
         pct = round(fraction * 100)
         folder = self.out_dir / "evals" / f"pct_{pct}"
         save_policy(self.model, folder)

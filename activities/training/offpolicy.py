@@ -26,6 +26,7 @@ from activities.training.checkpoints import next_multiple, resume
 from activities.training.ppo import (
     Emit,
     MetricsCallback,
+    checkpoint_s,
     episode_settings,
     learn_and_save,
     reward_envs,
@@ -126,7 +127,9 @@ def train(job: TrainJob, reward: Rewards, emit: Emit) -> dict[str, Any]:
     wall = learn_and_save(model, job.timesteps, callbacks, resumed_from is not None, out_dir)
     hyper = {"algo": algo, **asdict(preset)}
     episode = episode_settings(envs.envs[0])
-    summary = summarize(job, model, metrics, wall, resumed_from, hyper, reward, episode)
+    summary = summarize(
+        job, model, metrics, wall, resumed_from, hyper, reward, episode, checkpoint_s(callbacks)
+    )
     venv.close()
     return summary
 

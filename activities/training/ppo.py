@@ -275,9 +275,16 @@ def train(job: TrainJob, reward: Rewards, emit: Emit) -> dict[str, Any]:
     )
     hyper = {"algo": "ppo", **preset.as_dict()}
     episode = episode_settings(envs.envs[0])
-    summary = summarize(job, model, callback, wall, resumed_from, hyper, reward, episode)
+    summary = summarize(
+        job, model, callback, wall, resumed_from, hyper, reward, episode, checkpoint_s(extra)
+    )
     venv.close()
     return summary
+
+
+def checkpoint_s(callbacks: list[BaseCallback]) -> float:
+    """Seconds the evaluation checkpoints took of a run's wall time."""
+    return sum(cb.seconds for cb in callbacks if isinstance(cb, EvalCheckpoints))
 
 
 def reward_envs(
@@ -345,6 +352,7 @@ def summarize(
     hyperparameters: dict[str, Any],
     reward: Rewards,
     episode: dict[str, Any],
+    eval_checkpoint_s: float = 0.0,
 ) -> dict[str, Any]:
     """summary.json (written) for any algorithm's finished run."""
     done = int(model.num_timesteps)
@@ -355,6 +363,8 @@ def summarize(
         "timesteps": job.timesteps,
         "timesteps_done": done,
         "wall_seconds": round(wall, 2),
+        # Of wall_seconds, the evaluation checkpoints' episodes and videos.
+        "eval_checkpoint_seconds": round(eval_checkpoint_s, 2),
         "steps_per_second": round(trained_here / max(wall, 1e-9), 1),
         # Set when this run continued from a checkpoint (a worker died mid-run).
         "resumed_from_timesteps": resumed_from,

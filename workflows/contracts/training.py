@@ -93,6 +93,8 @@ class TrainResult(Contract):
     mean_env_return: float | None = None  # under the env's own reward, for reference
     term_means: dict[str, float] = Field(default_factory=dict)  # per-step mean of each term
     wall_seconds: float = 0.0
+    # Of wall_seconds, what the evaluation checkpoints (episodes and videos) took.
+    eval_checkpoint_seconds: float = 0.0
     steps_per_second: float = 0.0
     # Training still improving at the end (last quarter's returns above the previous quarter's).
     still_improving: bool = False

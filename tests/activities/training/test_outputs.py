@@ -71,3 +71,7 @@ async def test_training_leaves_scalars_tensorboard_and_eval_checkpoints(tmp_path
                 assert 1 <= len(npz["action"]) <= 20 and "qpos" in npz.files
             with av.open(str(folder / f"{name}.mp4")) as video:
                 assert sum(1 for _ in video.decode(video=0)) >= 1
+
+    # The checkpoints' share of the run's wall time is measured, for the session's time split.
+    run = json.loads((tmp_path / "summary.json").read_text())
+    assert 0 < run["eval_checkpoint_seconds"] < run["wall_seconds"]

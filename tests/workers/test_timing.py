@@ -1,0 +1,89 @@
+"""The time split of a session, from history events built as the server writes them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+from temporalio.api.common.v1 import ActivityType, Payload, Payloads
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import (
+    ActivityTaskCompletedEventAttributes,
+    ActivityTaskScheduledEventAttributes,
+    ActivityTaskStartedEventAttributes,
+    HistoryEvent,
+)
+
+from workers.timing import split_of
+
+T0 = 1_700_000_000.0
+
+
+def _event(event_id: int, kind: EventType.ValueType, at: float, **attrs: object) -> HistoryEvent:
+    stamp = Timestamp()
+    stamp.FromNanoseconds(int((T0 + at) * 1e9))
+    e = HistoryEvent(event_id=event_id, event_type=kind, event_time=stamp)
+    for name, value in attrs.items():
+        getattr(e, name).CopyFrom(value)
+    return e
+
+
+def _activity(
+    first_id: int,
+    name: str,
+    scheduled: float,
+    started: float,
+    ended: float,
+    result: dict | None = None,
+) -> list[HistoryEvent]:
+
+    payloads = Payloads(payloads=[Payload(data=json.dumps(result or {}).encode())])
+    return [
+        _event(
+            first_id,
+            EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+            scheduled,
+            activity_task_scheduled_event_attributes=ActivityTaskScheduledEventAttributes(
+                activity_type=ActivityType(name=name)
+            ),
+        ),
+        _event(
+            first_id + 1,
+            EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+            started,
+            activity_task_started_event_attributes=ActivityTaskStartedEventAttributes(
+                scheduled_event_id=first_id
+            ),
+        ),
+        _event(
+            first_id + 2,
+            EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+            ended,
+            activity_task_completed_event_attributes=ActivityTaskCompletedEventAttributes(
+                scheduled_event_id=first_id, result=payloads
+            ),
+        ),
+    ]
+
+
+def test_the_split_separates_checkpoints_queueing_and_orchestration():
+    events = [
+        _event(1, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, 0.0),
+        *_activity(10, "author_reward", 1.0, 1.0, 2.0),
+        # Waits 5 s for a train worker, then trains 100 s, 20 of them checkpoints.
+        *_activity(20, "train_policy", 3.0, 8.0, 108.0, {"eval_checkpoint_seconds": 20.0}),
+        *_activity(30, "evaluate_policy", 110.0, 110.0, 125.0),
+        *_activity(40, "judge_rollout", 126.0, 126.0, 127.0),
+        _event(99, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, 130.0),
+    ]
+    split = split_of(events)
+    assert split.wall_s == pytest.approx(130.0)
+    assert split.stages["authoring"] == pytest.approx(1.0)
+    assert split.stages["training"] == pytest.approx(80.0)
+    assert split.stages["evaluation and rendering"] == pytest.approx(35.0)
+    assert split.stages["judging"] == pytest.approx(1.0)
+    assert split.stages["waiting for a worker"] == pytest.approx(5.0)
+    # 130 s of wall, 117 s with an activity running, 5 s waiting for one: 8 s orchestration.
+    assert split.stages["orchestration"] == pytest.approx(8.0)
+    assert split.line().startswith("time split of 130 s: training 80 s (62%)")

@@ -1,0 +1,131 @@
+"""Where a session's wall time went, read from its Temporal history.
+
+Each activity's time runs from its task's start to its end event. `train_policy` is split into
+learning and its evaluation checkpoints (the seconds the child measured, from its result).
+Of the wall time in which no activity ran, "waiting for a worker" is when one was scheduled but
+no worker had taken it yet (its pool busy with other sessions), "orchestration" the rest
+(workflow tasks, retries' backoff). Activities that ran side by side each count their own time,
+so the stages can add up to more than the wall time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import Client
+
+STAGES = (
+    "training",
+    "evaluation and rendering",
+    "judging",
+    "authoring",
+    "waiting for a worker",
+    "orchestration",
+)
+_STAGE_OF = {
+    "train_policy": "training",
+    "validate_reward": "training",
+    "evaluate_policy": "evaluation and rendering",
+    "judge_rollout": "judging",
+    "synthesize_judgment": "judging",
+    "vlm_judge": "judging",
+    "validate_judge": "judging",
+    "author_judge": "judging",
+}
+_ENDS = {
+    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: "activity_task_completed_event_attributes",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: "activity_task_failed_event_attributes",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: "activity_task_timed_out_event_attributes",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: "activity_task_canceled_event_attributes",
+}
+
+
+@dataclass
+class Split:
+    """Seconds per stage of one session run, and its wall time."""
+
+    wall_s: float = 0.0
+    stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+
+    def line(self) -> str:
+        """'time split of 160 s: training 100 s (62%), ...' for a terminal."""
+        parts = [
+            f"{name} {secs:.0f} s ({100 * secs / self.wall_s:.0f}%)"
+            for name, secs in self.stages.items()
+            if self.wall_s > 0
+        ]
+        return f"time split of {self.wall_s:.0f} s: " + ", ".join(parts)
+
+
+def _seconds(event: HistoryEvent) -> float:
+    return event.event_time.ToNanoseconds() / 1e9
+
+
+def split_of(events: list[HistoryEvent]) -> Split:
+    """The split of one workflow run's history events."""
+    out = Split()
+    if not events:
+        return out
+    names: dict[int, str] = {}
+    scheduled: dict[int, float] = {}
+    started: dict[int, float] = {}
+    intervals: list[tuple[float, float]] = []
+    waits: list[tuple[float, float]] = []
+    for e in events:
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            names[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+            scheduled[e.event_id] = _seconds(e)
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            key = e.activity_task_started_event_attributes.scheduled_event_id
+            started[key] = _seconds(e)
+            waits.append((scheduled.get(key, started[key]), started[key]))
+        elif e.event_type in _ENDS:
+            attrs = getattr(e, _ENDS[e.event_type])
+            begin = started.get(attrs.scheduled_event_id)
+            if begin is None:
+                continue
+            end = _seconds(e)
+            intervals.append((begin, end))
+            name = names.get(attrs.scheduled_event_id, "")
+            stage = _STAGE_OF.get(name, "authoring")
+            checkpoints = 0.0
+            if (
+                name == "train_policy"
+                and e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+            ):
+                checkpoints = _checkpoint_seconds(attrs)
+            out.stages[stage] += end - begin - checkpoints
+            out.stages["evaluation and rendering"] += checkpoints
+    out.wall_s = _seconds(events[-1]) - _seconds(events[0])
+    running = _union(intervals)
+    waiting = max(0.0, _union(intervals + waits) - running)
+    out.stages["waiting for a worker"] = waiting
+    out.stages["orchestration"] = max(0.0, out.wall_s - running - waiting)
+    return out
+
+
+def _checkpoint_seconds(attrs: object) -> float:
+    """eval_checkpoint_seconds from a completed train_policy's JSON result (0 when absent)."""
+    try:
+        payload = attrs.result.payloads[0].data  # type: ignore[attr-defined]
+        return float(json.loads(payload).get("eval_checkpoint_seconds", 0.0))
+    except (IndexError, ValueError, AttributeError, TypeError):
+        return 0.0
+
+
+def _union(intervals: list[tuple[float, float]]) -> float:
+    total, reach = 0.0, float("-inf")
+    for begin, end in sorted(intervals):
+        if end > reach:
+            total += end - max(begin, reach)
+            reach = end
+    return total
+
+
+async def session_split(client: Client, workflow_id: str) -> Split:
+    """The split of a session's latest run."""
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    return split_of(list(history.events))
