@@ -10,12 +10,23 @@ so the stages can add up to more than the wall time.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
+
+from workflows.contracts.activities import (
+    AUTHOR_JUDGE,
+    EVALUATE_POLICY,
+    JUDGE_ROLLOUT,
+    SYNTHESIZE_JUDGMENT,
+    TRAIN_POLICY,
+    VALIDATE_JUDGE,
+    VALIDATE_REWARD,
+    VLM_JUDGE,
+)
+from workflows.contracts.training import TrainResult
 
 STAGES = (
     "training",
@@ -25,15 +36,16 @@ STAGES = (
     "waiting for a worker",
     "orchestration",
 )
+# Every other activity (the authors, reviewers, revisers, lessons) counts as authoring.
 _STAGE_OF = {
-    "train_policy": "training",
-    "validate_reward": "training",
-    "evaluate_policy": "evaluation and rendering",
-    "judge_rollout": "judging",
-    "synthesize_judgment": "judging",
-    "vlm_judge": "judging",
-    "validate_judge": "judging",
-    "author_judge": "judging",
+    TRAIN_POLICY.name: "training",
+    VALIDATE_REWARD.name: "training",
+    EVALUATE_POLICY.name: "evaluation and rendering",
+    JUDGE_ROLLOUT.name: "judging",
+    SYNTHESIZE_JUDGMENT.name: "judging",
+    VLM_JUDGE.name: "judging",
+    VALIDATE_JUDGE.name: "judging",
+    AUTHOR_JUDGE.name: "judging",
 }
 _ENDS = {
     EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: "activity_task_completed_event_attributes",
@@ -52,11 +64,8 @@ class Split:
 
     def line(self) -> str:
         """'time split of 160 s: training 100 s (62%), ...' for a terminal."""
-        parts = [
-            f"{name} {secs:.0f} s ({100 * secs / self.wall_s:.0f}%)"
-            for name, secs in self.stages.items()
-            if self.wall_s > 0
-        ]
+        wall = max(self.wall_s, 1e-9)
+        parts = [f"{name} {s:.0f} s ({100 * s / wall:.0f}%)" for name, s in self.stages.items()]
         return f"time split of {self.wall_s:.0f} s: " + ", ".join(parts)
 
 
@@ -91,12 +100,10 @@ def split_of(events: list[HistoryEvent]) -> Split:
             intervals.append((begin, end))
             name = names.get(attrs.scheduled_event_id, "")
             stage = _STAGE_OF.get(name, "authoring")
-            checkpoints = 0.0
-            if (
-                name == "train_policy"
-                and e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-            ):
-                checkpoints = _checkpoint_seconds(attrs)
+            completed = e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+            checkpoints = (
+                _checkpoint_seconds(attrs) if completed and name == TRAIN_POLICY.name else 0.0
+            )
             out.stages[stage] += end - begin - checkpoints
             out.stages["evaluation and rendering"] += checkpoints
     out.wall_s = _seconds(events[-1]) - _seconds(events[0])
@@ -108,11 +115,11 @@ def split_of(events: list[HistoryEvent]) -> Split:
 
 
 def _checkpoint_seconds(attrs: object) -> float:
-    """eval_checkpoint_seconds from a completed train_policy's JSON result (0 when absent)."""
+    """eval_checkpoint_seconds of a completed train_policy's result (0 when unreadable)."""
     try:
         payload = attrs.result.payloads[0].data  # type: ignore[attr-defined]
-        return float(json.loads(payload).get("eval_checkpoint_seconds", 0.0))
-    except (IndexError, ValueError, AttributeError, TypeError):
+        return TrainResult.model_validate_json(payload).eval_checkpoint_seconds
+    except (IndexError, ValueError):
         return 0.0
 
 

@@ -37,26 +37,28 @@ def deterministic_act(model: Any, venv: Any = None) -> Callable[[np.ndarray], np
     """The policy's deterministic action for a raw observation (or a batch of them), normalised
     through `venv`'s statistics when given (normalize_obs reads them and never updates them)."""
     policy = model.policy
-    lean = (
+
+    def normalized(obs: np.ndarray) -> np.ndarray:
+        return venv.normalize_obs(obs) if venv is not None else obs
+
+    if not (
         isinstance(policy, ActorCriticPolicy)
         and isinstance(policy.action_space, gym.spaces.Box)
         and not policy.squash_output
-    )
-    if lean:
-        # predict() switches training mode, checks and reshapes on every call: over half of an
-        # evaluation step. This is its deterministic path for a Gaussian PPO policy, called
-        # directly: the mean action, clipped to the action space as predict clips it.
-        policy.set_training_mode(False)
-        low, high = policy.action_space.low, policy.action_space.high
+    ):
+        return lambda obs: model.predict(normalized(obs), deterministic=True)[0]
+
+    # predict() switches training mode, checks and reshapes on every call: over half of an
+    # evaluation step. This is its deterministic path for a Gaussian PPO policy, called
+    # directly: the mean action, clipped to the action space as predict clips it.
+    policy.set_training_mode(False)
+    low, high = policy.action_space.low, policy.action_space.high
 
     def act(obs: np.ndarray) -> np.ndarray:
-        if venv is not None:
-            obs = venv.normalize_obs(obs)
-        if not lean:
-            return model.predict(obs, deterministic=True)[0]
         with torch.no_grad():
-            x = torch.as_tensor(np.atleast_2d(np.asarray(obs, dtype=np.float32)))
-            features = policy.extract_features(x, policy.pi_features_extractor)
+            x = torch.as_tensor(np.atleast_2d(np.asarray(normalized(obs), dtype=np.float32)))
+            # A Box observation's preprocessing is the float cast above.
+            features = policy.pi_features_extractor(x)
             mean = policy.action_net(policy.mlp_extractor.forward_actor(features))
         actions = np.clip(mean.numpy(), low, high)
         return actions[0] if np.ndim(obs) == 1 else actions

@@ -18,6 +18,15 @@ from temporalio.api.history.v1 import (
 from workers.timing import split_of
 
 T0 = 1_700_000_000.0
+# A train_policy result as the worker returns it.
+TRAIN_RESULT = {
+    "run_prefix": "sessions/s/iter_1/c0_default_seed_0/",
+    "model_key": "sessions/s/iter_1/c0_default_seed_0/model.zip",
+    "vecnormalize_key": "sessions/s/iter_1/c0_default_seed_0/vecnormalize.npz",
+    "timesteps_done": 20480,
+    "wall_seconds": 100.0,
+    "eval_checkpoint_seconds": 20.0,
+}
 
 
 def _event(event_id: int, kind: EventType.ValueType, at: float, **attrs: object) -> HistoryEvent:
@@ -72,7 +81,7 @@ def test_the_split_separates_checkpoints_queueing_and_orchestration():
         _event(1, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, 0.0),
         *_activity(10, "author_reward", 1.0, 1.0, 2.0),
         # Waits 5 s for a train worker, then trains 100 s, 20 of them checkpoints.
-        *_activity(20, "train_policy", 3.0, 8.0, 108.0, {"eval_checkpoint_seconds": 20.0}),
+        *_activity(20, "train_policy", 3.0, 8.0, 108.0, TRAIN_RESULT),
         *_activity(30, "evaluate_policy", 110.0, 110.0, 125.0),
         *_activity(40, "judge_rollout", 126.0, 126.0, 127.0),
         _event(99, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, 130.0),

@@ -118,12 +118,13 @@ def _locomotion(intent: Intent, env_id: str) -> Match:
         # above twice the judged target pays nothing more (see the forward template).
         capped = intent.speed == "plain" and f.terminates
         params = {
-            "forward_weight": 1.25 if env_id == "Humanoid-v5" else 1.0,
+            "forward_weight": weights.get(
+                "forward_weight", 1.25 if env_id == "Humanoid-v5" else 1.0
+            ),
             "direction": intent.direction,
             "speed_cap": round(2.0 * target, 3) if capped else 0.0,
             **base,
         }
-        params["forward_weight"] = weights.get("forward_weight", params["forward_weight"])
         template = "forward"
     else:
         params = {
