@@ -119,6 +119,21 @@ def _parser() -> argparse.ArgumentParser:
         "--eval-every", type=int, default=None, help="timesteps between evals (default N/10)"
     )
     bt.add_argument("--seed", type=int, default=0)
+    bt.add_argument(
+        "--candidates",
+        type=int,
+        default=None,
+        metavar="K",
+        help="K reward candidates: batched trainer vs per-candidate processes vs plain SB3",
+    )
+    bt.add_argument(
+        "--procs", type=int, default=None, help="with --candidates: processes (default: cores)"
+    )
+    bt.add_argument(
+        "--sides",
+        default=None,
+        help="with --candidates: batched,per_candidate,plain (default: all three)",
+    )
     chaos = sub.add_parser(
         "chaos", help="fault and load scenarios on a local stack of its own, as a table"
     )

@@ -129,7 +129,12 @@ def cmd_bench_train(args: argparse.Namespace) -> None:
         errors.append(f"--timesteps: must be a positive integer (got {args.timesteps})")
     if args.eval_every is not None and args.eval_every <= 0:
         errors.append(f"--eval-every: must be a positive integer (got {args.eval_every})")
+    if args.candidates is not None and args.candidates <= 0:
+        errors.append(f"--candidates: must be a positive integer (got {args.candidates})")
     exit_on(errors)
+    if args.candidates is not None:
+        _bench_candidates(args)
+        return
     console = Console(soft_wrap=True)
     every = args.eval_every or max(1, args.timesteps // 10)
     console.print(
@@ -145,6 +150,35 @@ def cmd_bench_train(args: argparse.Namespace) -> None:
 
     try:
         out = bench(args.env_id, args.timesteps, args.target, every, args.seed, on_eval)
+    except (BenchError, ChildFailed) as exc:
+        raise SystemExit(f"error: {exc}") from None
+    for line in table(out):
+        console.print("  " + line, highlight=False)
+    print(json.dumps(out))
+
+
+def _bench_candidates(args: argparse.Namespace) -> None:
+    """`bench-train --candidates K`: batched, per-candidate and plain SB3 on K candidates."""
+    import json
+
+    from activities.runner.protocol import ChildFailed
+    from workers.local.bench_candidates import SIDES, bench_candidates, table
+    from workers.local.bench_train import BenchError
+
+    console = Console(soft_wrap=True)
+    sides = tuple(s.strip() for s in args.sides.split(",")) if args.sides else SIDES
+    try:
+        out = bench_candidates(
+            args.env_id,
+            args.timesteps,
+            args.candidates,
+            target=args.target,
+            eval_every=args.eval_every,
+            seed=args.seed,
+            procs=args.procs,
+            sides=sides,
+            say=lambda line: console.print("  " + line, highlight=False),
+        )
     except (BenchError, ChildFailed) as exc:
         raise SystemExit(f"error: {exc}") from None
     for line in table(out):

@@ -313,17 +313,49 @@ class SandboxRewards:
                 for name, col in zip(["obs", "action", "next_obs", *names], columns, strict=True)
             ]
             self._layouts[tuple(info0)] = (names, wire_layout)
-        header = {
-            "op": "score",
-            "ids": [t[0] for t in batch],
-            "start": [bool(t[4].get("_episode_start", False)) for t in batch],
-            "layout": wire_layout,
-        }
-        # A whole batch may take the per-call budget for each transition.
-        timeout = max(self.box.call_timeout_s, 2.0 + 1.5 * len(batch) * self._budget_s)
         data = np.concatenate(columns, axis=1)
-        answer, body = self._call(header, data.tobytes(), timeout_s=timeout)
+        ids = [t[0] for t in batch]
+        starts = [bool(t[4].get("_episode_start", False)) for t in batch]
+        answer, body = self._score_packed(ids, starts, wire_layout, data)
         return _decode_scores(answer, body, len(batch))
+
+    def score_columns(
+        self,
+        ids: Sequence[int],
+        starts: np.ndarray,
+        obs: np.ndarray,
+        action: np.ndarray,
+        next_obs: np.ndarray,
+        info: dict[str, np.ndarray],
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Score n transitions given as columns (row i: instance ids[i]; info fields as (n,)
+        for a scalar or (n, w) arrays): the totals and each term, as arrays of n."""
+        n = len(ids)
+        named = [("obs", obs), ("action", action), ("next_obs", next_obs), *info.items()]
+        layout = [
+            [
+                name,
+                0
+                if name not in ("obs", "action", "next_obs") and col.ndim == 1
+                else int(np.prod(col.shape[1:])),
+            ]
+            for name, col in named
+        ]
+        data = np.concatenate(
+            [np.asarray(c, dtype=np.float64).reshape(n, -1) for _, c in named], axis=1
+        )
+        answer, body = self._score_packed(
+            list(map(int, ids)), [bool(x) for x in starts], layout, data
+        )
+        return _decode_columns(answer, body, n)
+
+    def _score_packed(
+        self, ids: list[int], starts: list[bool], layout: list[list[Any]], data: np.ndarray
+    ) -> tuple[dict[str, Any], bytes]:
+        header = {"op": "score", "ids": ids, "start": starts, "layout": layout}
+        # A whole batch may take the per-call budget for each transition.
+        timeout = max(self.box.call_timeout_s, 2.0 + 1.5 * len(ids) * self._budget_s)
+        return self._call(header, data.tobytes(), timeout_s=timeout)
 
 
 def _call_budget() -> float:
@@ -369,6 +401,28 @@ def _decode_scores(
     if pos != len(flat) or not all(math.isfinite(x) for x in flat):
         raise RewardLoadError("the reward's sandbox answered with too many values")
     return out
+
+
+def _decode_columns(
+    answer: dict[str, Any], body: bytes, n: int
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """`_decode_scores` as arrays: totals (n,), and each term (n,), 0 where a row lacks it."""
+    if "names" in answer:
+        names = _names(answer["names"])
+        values = np.frombuffer(body, dtype=np.float64) if len(body) % 8 == 0 else None
+        if values is None or values.size != n * (1 + len(names)):
+            raise RewardLoadError("the reward's sandbox answered with the wrong number of values")
+        if not np.isfinite(values).all() or (np.abs(values) > LARGE * (1 + 1e-9)).any():
+            raise RewardLoadError("the reward's sandbox answered with non-finite or huge numbers")
+        table = values.reshape(n, 1 + len(names))
+        return table[:, 0].copy(), {name: table[:, j + 1].copy() for j, name in enumerate(names)}
+    scored = _decode_scores(answer, body, n)
+    totals = np.array([t for t, _ in scored], dtype=np.float64)
+    terms: dict[str, np.ndarray] = {}
+    for i, (_, row) in enumerate(scored):
+        for name, value in row.items():
+            terms.setdefault(name, np.zeros(n))[i] = value
+    return totals, terms
 
 
 def judge_all(

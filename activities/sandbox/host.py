@@ -93,13 +93,27 @@ class Host:
             pos += max(w, 1)
         obs_all, act_all = columns.pop("obs"), columns.pop("action")
         next_all = columns.pop("next_obs")
+
+        def single(i: int) -> tuple[float, dict[str, float]]:
+            info = {name: col[i] for name, col in columns.items()}
+            info["_episode_start"] = bool(starts[i])
+            return self.rewards[int(ids[i])](obs_all[i], act_all[i], next_all[i], info)
+
+        lead = self.rewards[int(ids[0])] if n else None
+        if lead is not None and lead.vectorized:
+            # One call for the batch (the code keeps no state: any instance scores any row).
+            arrays = {name: np.asarray(col) for name, col in columns.items()}
+            arrays["_episode_start"] = np.asarray(starts, dtype=bool)
+            batch = lead.score_rows(obs_all, act_all, next_all, arrays)
+            if batch is not None:
+                totals_arr, term_cols = batch
+                table = np.column_stack([totals_arr, *term_cols.values()])
+                return {"names": list(term_cols)}, table.astype(np.float64).tobytes()
         totals: list[float] = []
         rows: list[list[str]] = []
         values: list[list[float]] = []
-        for i, rid in enumerate(ids):
-            info = {name: col[i] for name, col in columns.items()}
-            info["_episode_start"] = bool(starts[i])
-            total, terms = self.rewards[int(rid)](obs_all[i], act_all[i], next_all[i], info)
+        for i in range(n):
+            total, terms = single(i)
             totals.append(total)
             rows.append(list(terms))
             values.append(list(terms.values()))

@@ -17,6 +17,8 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from activities.behaviours.layout import reads_sensors
 from activities.sandbox import guards
 from activities.sandbox.restricted import exec_untrusted
@@ -51,6 +53,11 @@ MAX_TERM_NAME = 64
 # Non-finite rewards tolerated in training (zeroed and counted) before the run is failed.
 MAX_NONFINITE_FRACTION = 0.01
 LARGE = 1e6  # |reward| above this is clipped and counted: it would swamp PPO's value targets
+# A batched call may take as long as this many single calls (a batch is at most a few thousand
+# rows, which numpy scores in about the time of a few dozen rows one by one).
+BATCH_BUDGET_CALLS = 50
+# Rows of a reward's first batch that are also scored one by one to confirm the batched call.
+CONFIRM_ROWS = 16
 
 
 class LoadedReward:
@@ -71,8 +78,14 @@ class LoadedReward:
         strict: bool = True,
         guarded: bool = True,
         copy_inputs: bool = True,
+        vectorized: bool = False,
     ) -> None:
         self._compute = compute
+        # The code says compute() also takes a batch of rows (see `score_rows`); None until a
+        # first batch confirms it, False once a batch refutes it.
+        self.vectorized = vectorized
+        self.vector_ok: bool | None = None if vectorized else False
+        self.vector_note = ""
         self.latex = latex
         self.terms = terms
         self.strict = strict
@@ -84,6 +97,11 @@ class LoadedReward:
         self.nonfinite = 0
         self.clipped = 0
         self._budget = guards.Budget(guards.call_budget_s(), "the reward") if guarded else None
+        self._batch_budget = (
+            guards.Budget(guards.call_budget_s() * BATCH_BUDGET_CALLS, "the reward on a batch")
+            if guarded and vectorized
+            else None
+        )
         self._next_src: Any = None
         self._next_ro: Any = None
         self.source: str | None = None  # set by load_reward, for clone()
@@ -128,6 +146,142 @@ class LoadedReward:
         finally:
             budget.disarm()
         return self._check(out)
+
+    def score_rows(
+        self, obs: Any, action: Any, next_obs: Any, info: dict[str, Any]
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+        """Score n rows with one call of compute() on the whole batch (arrays with a leading
+        row axis, info fields as columns, "_episode_start" a bool column): (totals, terms) as
+        float arrays of n, or None when this reward is not scored in batches.
+
+        Only for code that declares `vectorized = True` (its compute keeps no state across
+        calls and uses array operations). The first batch goes to a fresh instance, and a few
+        of its rows to another fresh instance one by one: any error or disagreement turns
+        batches off for good (`vector_note` says why) and this instance, untouched, scores
+        the rows one by one.
+        """
+        if self.vector_ok is False:
+            return None
+        n = len(obs)
+        confirming = self.vector_ok is None
+        target = self.clone() if confirming else self
+        try:
+            totals, terms = target._batched(obs, action, next_obs, info, n)
+        except Exception as exc:  # noqa: BLE001 - any failure of user code is reported
+            if not confirming:
+                raise RewardLoadError(f"reward failed on a batch: {_one(exc)}") from None
+            self._refute(f"the batched call failed: {_one(exc)}")
+            return None
+        counts = (self.calls, self.nonfinite, self.clipped)
+        self.calls += n
+        totals, terms = self._repair_rows(totals, terms)  # strict: a non-finite row raises
+        if confirming:
+            why = self._disagreement(obs, action, next_obs, info, totals, terms)
+            if why:
+                self.calls, self.nonfinite, self.clipped = counts
+                self._refute(why)
+                return None
+            self.vector_ok = True
+        return totals, terms
+
+    def _disagreement(
+        self,
+        obs: Any,
+        action: Any,
+        next_obs: Any,
+        info: dict[str, Any],
+        totals: np.ndarray,
+        terms: dict[str, np.ndarray],
+    ) -> str:
+        """Why the batch's first rows differ from the same rows scored one by one ("" if not)."""
+        alone = self.clone()
+        for i in range(min(len(obs), CONFIRM_ROWS)):
+            row = {k: (v[i] if np.ndim(v) > 1 else v[i].item()) for k, v in info.items()}
+            try:
+                total, got = alone(obs[i], action[i], next_obs[i], row)
+            except RewardLoadError as exc:
+                return f"row {i} alone failed: {exc}"
+            if set(got) != set(terms) or not all(
+                math.isclose(v, float(terms[k][i]), rel_tol=1e-6, abs_tol=1e-9)
+                for k, v in got.items()
+            ):
+                return f"row {i}'s terms differ alone ({got}) and in a batch"
+            if not math.isclose(total, float(totals[i]), rel_tol=1e-6, abs_tol=1e-9):
+                return f"row {i} scored {total} alone and {float(totals[i])} in a batch"
+        return ""
+
+    def _refute(self, why: str) -> None:
+        """Batches off for good, with the reason."""
+        self.vector_ok = False
+        self.vector_note = why[:300]
+
+    def _batched(
+        self, obs: Any, action: Any, next_obs: Any, info: dict[str, Any], n: int
+    ) -> tuple[Any, dict[str, Any]]:
+        args = (obs, action, next_obs, info)
+        if self.copy_inputs:
+            args = (
+                guards.readonly(obs),
+                guards.readonly(action),
+                guards.readonly(next_obs),
+                guards.readonly_info(info),
+            )
+        budget = self._batch_budget
+        if budget is not None:
+            budget.arm()
+        try:
+            out = self._compute(*args)
+        finally:
+            if budget is not None:
+                budget.disarm()
+        if not (type(out) is tuple and len(out) == 2 and isinstance(out[1], dict)):
+            raise RewardLoadError("a batched reward must return (totals, {term: values})")
+        if len(out[1]) > MAX_TERMS:
+            raise RewardLoadError(f"reward returned {len(out[1])} terms; at most {MAX_TERMS}")
+
+        def column(value: Any) -> Any:
+            arr = np.array(value, dtype=np.float64)  # a copy: repairs write to it
+            if arr.ndim == 0:
+                return np.full(n, float(arr))
+            if arr.shape != (n,):
+                raise RewardLoadError(f"a batched reward returned shape {arr.shape}, not ({n},)")
+            return arr
+
+        terms = {
+            (k if type(k) is str and len(k) <= MAX_TERM_NAME else str(k)[:MAX_TERM_NAME]): column(v)
+            for k, v in out[1].items()
+        }
+        return column(out[0]), terms
+
+    def _repair_rows(
+        self, totals: np.ndarray, terms: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """`_repair` for a batch: the same rule row by row, counted the same way."""
+        finite = np.isfinite(totals)
+        for v in terms.values():
+            finite &= np.isfinite(v)
+        if not finite.all():
+            bad = np.flatnonzero(~finite)
+            if self.strict:
+                i = int(bad[0])
+                row = {k: float(v[i]) for k, v in terms.items()}
+                raise RewardLoadError(f"reward is not finite ({totals[i]}); terms: {row}")
+            self.nonfinite += len(bad)
+            if self.calls >= 1000 and self.nonfinite > MAX_NONFINITE_FRACTION * self.calls:
+                raise RewardLoadError(
+                    f"reward was NaN or infinite in {self.nonfinite} of {self.calls} steps"
+                )
+            for v in terms.values():
+                v[~finite & ~np.isfinite(v)] = 0.0
+            summed = sum(terms.values()) if terms else np.zeros_like(totals)
+            totals = np.where(finite, totals, summed)
+        huge = np.abs(totals) > LARGE
+        if huge.any():
+            self.clipped += int(huge.sum())
+            scale = np.where(huge, LARGE / np.maximum(np.abs(totals), LARGE), 1.0)
+            terms = {k: v * scale for k, v in terms.items()}
+            totals = np.where(huge, np.copysign(LARGE, totals), totals)
+        return totals, terms
 
     def _check(self, out: Any) -> tuple[float, dict[str, float]]:
         if not (type(out) is tuple and len(out) == 2 and isinstance(out[1], dict)):
@@ -260,7 +414,11 @@ def _reward_from(
         except Exception as exc:  # noqa: BLE001
             raise RewardLoadError(f"{classes[0].__name__}() failed: {_one(exc)}") from None
         return LoadedReward(
-            obj.compute, str(getattr(obj, "latex", "")), list(getattr(obj, "terms", [])), **opts
+            obj.compute,
+            str(getattr(obj, "latex", "")),
+            list(getattr(obj, "terms", [])),
+            vectorized=getattr(classes[0], "vectorized", False) is True,
+            **opts,
         )
     fn = namespace.get("reward_fn")
     if callable(fn):

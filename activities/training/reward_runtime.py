@@ -35,6 +35,7 @@ __all__ = [
     "RewardFunction",
     "RewardLoadError",
     "RewardWrapper",
+    "ColumnRewards",
     "Rewards",
     "TransitionTap",
     "load_reward",
@@ -65,6 +66,22 @@ class Rewards(Protocol):
         ...
 
 
+class ColumnRewards(Rewards, Protocol):
+    """A reward that also scores transitions given as columns (the batched trainer's way)."""
+
+    def score_columns(
+        self,
+        ids: Sequence[int],
+        starts: np.ndarray,
+        obs: np.ndarray,
+        action: np.ndarray,
+        next_obs: np.ndarray,
+        info: dict[str, np.ndarray],
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Totals (n,) and each term (n,) for n transitions, row i scored by instance ids[i]."""
+        ...
+
+
 class LocalRewards:
     """A reward run in this process (our own code only: see the module docstring)."""
 
@@ -92,6 +109,27 @@ class LocalRewards:
 
     def counts(self) -> dict[str, int]:
         return counts_of(self.instances.values())
+
+    def score_columns(
+        self,
+        ids: Sequence[int],
+        starts: np.ndarray,
+        obs: np.ndarray,
+        action: np.ndarray,
+        next_obs: np.ndarray,
+        info: dict[str, np.ndarray],
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """`score` for columns, one row at a time (as the sandbox host does)."""
+        n = len(ids)
+        totals = np.zeros(n)
+        terms: dict[str, np.ndarray] = {}
+        for i, rid in enumerate(ids):
+            row = {k: (v[i] if v.ndim > 1 else float(v[i])) for k, v in info.items()}
+            row["_episode_start"] = bool(starts[i])
+            totals[i], got = self.instances[int(rid)](obs[i], action[i], next_obs[i], row)
+            for name, value in got.items():
+                terms.setdefault(name, np.zeros(n))[i] = value
+        return totals, terms
 
 
 def as_rewards(reward: Rewards | LoadedReward) -> Rewards:

@@ -73,3 +73,33 @@ def test_tiny_bench_runs_both_sides(monkeypatch: pytest.MonkeyPatch):
     assert out["ours"]["n_envs"] == 16 and out["plain"]["n_envs"] == 1
     assert out["steps_per_second_ratio"] > 0
     assert "ratio" in table(out)[-1]
+
+
+def test_tiny_candidates_bench_runs_the_three_sides(monkeypatch: pytest.MonkeyPatch):
+    from workers.local.bench_candidates import bench_candidates
+    from workers.local.bench_candidates import table as candidates_table
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    lines: list[str] = []
+    out = bench_candidates(
+        "HalfCheetah-v5", 2048, 3, target=-1e9, eval_every=1024, procs=2, say=lines.append
+    )
+    for side in ("batched", "per_candidate", "plain"):
+        fig = out[side]
+        assert fig["steps"] == 3 * 2048
+        assert set(fig["final_returns"]) == {"c0", "c1", "c2"}
+        assert fig["reached_target"] == 3 and fig["time_to_target_all_s"] is not None
+        assert fig["steps_per_second"] > 0
+    # The batched side splits 3 candidates over 2 processes and reports where its time went.
+    assert set(out["batched"]["seconds"]) == {"rollout", "reward", "update"}
+    text = "\n".join(candidates_table(out))
+    assert "c2 forward x1 ctrl x2" in text and "plain SB3" in text
+    assert any(line.startswith("batched: ") and "steps/s" in line for line in lines)
+
+
+def test_candidates_bench_rejects_bad_input_in_one_line():
+    args = _parser().parse_args(
+        ["bench-train", "--env", "HalfCheetah-v5", "--timesteps", "10", "--candidates", "0"]
+    )
+    with pytest.raises(SystemExit, match="--candidates: must be a positive integer"):
+        cmd_bench_train(args)

@@ -1,0 +1,146 @@
+"""N copies of one Gymnasium MuJoCo env stepped as a batch, with what a reward needs.
+
+Each copy is a real Gymnasium env (its model, data, seeding and `reset`); a step runs the physics
+of every copy and computes observations, info and termination for all of them at once
+(`kernels`), or falls back to each copy's own `env.step`. Time limits are the env spec's.
+
+A step returns the transitions as columns, the layout the sandbox scores without rebuilding them
+(`SandboxRewards.score_columns`): the observation before, the action, the observation after
+(before any reset), and info with the env's fields, "qpos"/"qvel" copies and, when asked for, the
+foot and knee readings. Finished copies reset at once; their next observation is the new
+episode's first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
+
+from activities.behaviours.sensors import BodySensors
+from activities.envs.quiet import quiet_mujoco
+from activities.training.batched.kernels import Kernel, Stepped, kernel_for, step_physics
+
+
+@dataclass
+class Transitions:
+    """One batched step as the reward sees it, row i for env i."""
+
+    obs: np.ndarray  # the observation before the step
+    action: np.ndarray  # as applied (clipped to the action space)
+    next_obs: np.ndarray  # after the step, before any reset
+    info: dict[str, np.ndarray]  # the env's fields, "qpos", "qvel" and readings, as columns
+    start: np.ndarray  # the step is its episode's first
+    env_reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class BatchEnvs:
+    """`n` copies of `env_id`, seeded seed, seed+1, ... at their first reset."""
+
+    def __init__(
+        self,
+        env_id: str,
+        n: int,
+        seed: int,
+        *,
+        env_kwargs: dict[str, Any] | None = None,
+        sensors: bool = False,
+        generic: bool = False,
+    ) -> None:
+        quiet_mujoco()
+        made = [gym.make(env_id, **(env_kwargs or {})) for _ in range(n)]
+        spec = made[0].spec
+        self.max_steps = int(spec.max_episode_steps or 0) if spec is not None else 0
+        self.envs = [cast(MujocoEnv, e.unwrapped) for e in made]
+        self.env_id = env_id
+        self.n = n
+        self.observation_space = made[0].observation_space
+        self.action_space = cast(gym.spaces.Box, made[0].action_space)
+        self.kernel: Kernel | None = None if generic else kernel_for(env_id, self.envs[0])
+        found = BodySensors(env_id, self.envs[0].model) if sensors else None
+        self.sensors = None if found is None or found.empty else found
+        self._seed = seed
+        self._lengths = np.zeros(n, dtype=np.int64)
+        self._start = np.ones(n, dtype=bool)
+        self.obs = np.zeros((n, *(self.observation_space.shape or ())))
+
+    def reset(self, seeds: list[int] | None = None) -> np.ndarray:
+        """Every copy's first observation, seeded with `seeds` (default seed, seed+1, ...)."""
+        seeds = seeds if seeds is not None else [self._seed + i for i in range(self.n)]
+        self.obs = np.array([e.reset(seed=s)[0] for e, s in zip(self.envs, seeds, strict=True)])
+        self._lengths[:] = 0
+        self._start[:] = True
+        return self.obs
+
+    def step(self, actions: np.ndarray) -> Transitions:
+        """Step every copy with `actions` (clipped to the action space), reset the finished ones;
+        `self.obs` becomes the observation each copy acts on next."""
+        space = self.action_space
+        actions = np.clip(np.asarray(actions, dtype=np.float64), space.low, space.high)
+        stepped = self._kernel_step(actions) if self.kernel else self._generic_step(actions)
+        info = stepped.info
+        info["qpos"], info["qvel"] = self._state()
+        if self.sensors is not None:
+            readings = [self.sensors.read(e.data) for e in self.envs]
+            for key in readings[0]:
+                info[key] = np.array([r[key] for r in readings])
+        self._lengths += 1
+        truncated = (self._lengths >= self.max_steps) & ~stepped.terminated
+        if not self.max_steps:
+            truncated[:] = False
+        out = Transitions(
+            obs=self.obs,
+            action=actions,
+            next_obs=stepped.obs,
+            info=info,
+            start=self._start.copy(),
+            env_reward=stepped.reward,
+            terminated=stepped.terminated,
+            truncated=truncated,
+        )
+        self._start[:] = False
+        self.obs = stepped.obs.copy()
+        for i in np.flatnonzero(stepped.terminated | truncated):
+            self.obs[i] = self.envs[i].reset()[0]
+            self._lengths[i] = 0
+            self._start[i] = True
+        return out
+
+    def _state(self) -> tuple[np.ndarray, np.ndarray]:
+        return (
+            np.array([e.data.qpos for e in self.envs]),
+            np.array([e.data.qvel for e in self.envs]),
+        )
+
+    def _kernel_step(self, actions: np.ndarray) -> Stepped:
+        kernel = cast(Kernel, self.kernel)
+        datas = [e.data for e in self.envs]
+        qpos = np.array([d.qpos for d in datas])
+        before = kernel.before(qpos, datas)
+        qpos, qvel = step_physics(self.envs, actions, kernel.needs_cfrc)
+        return kernel.after(qpos, qvel, datas, actions, before)
+
+    def _generic_step(self, actions: np.ndarray) -> Stepped:
+        rows = [e.step(a) for e, a in zip(self.envs, actions, strict=True)]
+        infos = [r[4] for r in rows]
+        info = {
+            key: np.array([i[key] for i in infos], dtype=np.float64)
+            for key in infos[0]
+            if all(key in i for i in infos)
+        }
+        return Stepped(
+            obs=np.array([r[0] for r in rows]),
+            info=info,
+            reward=np.array([float(r[1]) for r in rows]),
+            terminated=np.array([bool(r[2]) for r in rows]),
+        )
+
+    def close(self) -> None:
+        for e in self.envs:
+            e.close()

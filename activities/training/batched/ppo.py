@@ -1,0 +1,368 @@
+"""PPO for K candidates in one process: each its own reward, parameters, optimiser state,
+normalisation statistics and hyperparameters, every step and update batched across them.
+
+Candidate k owns envs [k*E, (k+1)*E) of one `BatchEnvs`. A rollout steps all K*E envs with
+one batched policy forward per step; rewards are scored after the rollout, one call per
+candidate into that candidate's sandbox (PPO's actions never depend on rewards); the update runs
+minibatches of all K candidates through the stacked networks together, each candidate's loss,
+gradient clipping and Adam step its own. The algorithm is Stable-Baselines3's PPO (clipped
+surrogate, unclipped value loss, per-minibatch advantage normalisation, GAE, time-limit
+bootstrap, VecNormalize's statistics), so a candidate trains as today's per-candidate trainer
+would with the same preset; what candidates must share is the shape of the batch (envs, steps,
+minibatch, epochs, network), see `batch_shape`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from activities.training.batched.envs import BatchEnvs, Transitions
+from activities.training.batched.normalize import StackedNormalizer
+from activities.training.batched.policy import StackedActorCritic
+from activities.training.presets import PPOPreset
+from activities.training.reward_runtime import ColumnRewards
+
+# Settings every candidate of one batch shares: they fix the arrays' shapes and the loop.
+SHAPE_FIELDS = (
+    "n_envs",
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "net_arch",
+    "activation",
+    "ortho_init",
+    "norm_obs",
+    "norm_reward",
+    "clip_obs",
+)
+ADAM_BETAS = (0.9, 0.999)
+ADAM_EPS = 1e-5  # SB3's for PPO
+
+
+def batch_shape(presets: Sequence[PPOPreset]) -> dict[str, Any]:
+    """The settings the candidates share; ValueError naming the first that differs."""
+    first = presets[0]
+    for p in presets[1:]:
+        for name in SHAPE_FIELDS:
+            if getattr(p, name) != getattr(first, name):
+                raise ValueError(
+                    f"candidates in one batch must share {name} "
+                    f"({getattr(first, name)!r} != {getattr(p, name)!r}): train them in "
+                    "separate batches"
+                )
+    return {name: getattr(first, name) for name in SHAPE_FIELDS}
+
+
+@dataclass
+class Candidate:
+    """One candidate: its reward (scored in its own sandbox) and its PPO settings."""
+
+    name: str
+    rewards: ColumnRewards
+    preset: PPOPreset
+
+
+@dataclass
+class CandidateStats:
+    """What a candidate's episodes earned since training started (finished episodes only)."""
+
+    returns: list[float] = field(default_factory=list)  # under the candidate's reward
+    env_returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    term_sums: dict[str, float] = field(default_factory=dict)
+    transitions: int = 0
+
+
+def _field(key: str) -> Callable[[Transitions], np.ndarray]:
+    return lambda tr: tr.info[key]
+
+
+class BatchedPPO:
+    """K candidates trained together for `timesteps` steps each (see the module docstring)."""
+
+    def __init__(
+        self,
+        env_id: str,
+        candidates: Sequence[Candidate],
+        timesteps: int,
+        seed: int,
+        *,
+        env_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.k = len(candidates)
+        self.candidates = list(candidates)
+        presets = [c.preset.fit_budget(timesteps) for c in candidates]
+        shape = batch_shape(presets)
+        self.presets = presets
+        self.e, self.t = int(shape["n_envs"]), int(shape["n_steps"])
+        self.batch_size, self.epochs = int(shape["batch_size"]), int(shape["n_epochs"])
+        self.timesteps = timesteps
+        torch.manual_seed(seed)
+        self.rng = np.random.default_rng(seed)
+        sensors = any(getattr(c.rewards, "reads_sensors", False) for c in candidates)
+        self.envs = BatchEnvs(env_id, self.k * self.e, seed, env_kwargs=env_kwargs, sensors=sensors)
+        obs_shape = self.envs.observation_space.shape
+        assert obs_shape is not None
+        self.obs_dim = int(np.prod(obs_shape))
+        self.act_dim = int(np.prod(self.envs.action_space.shape))
+
+        def per(name: str) -> np.ndarray:
+            return np.array([float(getattr(p, name)) for p in presets])
+
+        self.gamma, self.lam = per("gamma"), per("gae_lambda")
+        self.lr, self.clip = per("learning_rate"), per("clip_range")
+        self.ent, self.vf = per("ent_coef"), per("vf_coef")
+        self.max_grad = per("max_grad_norm")
+        self.linear_lr = np.array([p.lr_schedule == "linear" for p in presets])
+        self.norm = StackedNormalizer(
+            self.k,
+            self.e,
+            (self.obs_dim,),
+            self.gamma,
+            norm_obs=bool(shape["norm_obs"]),
+            norm_reward=bool(shape["norm_reward"]),
+            clip_obs=float(shape["clip_obs"]),
+        )
+        self.policy = StackedActorCritic(
+            self.k,
+            self.obs_dim,
+            self.act_dim,
+            tuple(shape["net_arch"]),
+            str(shape["activation"]),
+            bool(shape["ortho_init"]),
+            torch.tensor(per("log_std_init"), dtype=torch.float32),
+        )
+        self.params = list(self.policy.parameters())
+        self.adam_m = [torch.zeros_like(p) for p in self.params]
+        self.adam_v = [torch.zeros_like(p) for p in self.params]
+        self.adam_t = 0
+        self.ids = [[c.rewards.new_instance() for _ in range(self.e)] for c in candidates]
+        self.stats = [CandidateStats() for _ in candidates]
+        self.steps_done = 0  # per candidate
+        self.updates = 0
+        self._ep_ret = np.zeros((self.k, self.e))
+        self._ep_env_ret = np.zeros((self.k, self.e))
+        self._ep_len = np.zeros((self.k, self.e), dtype=np.int64)
+        self.obs_n = self.norm.observe(self._grouped(self.envs.reset()))
+        self.starts = np.ones((self.k, self.e), dtype=bool)
+        self.seconds: dict[str, float] = {"rollout": 0.0, "reward": 0.0, "update": 0.0}
+
+    def _grouped(self, x: np.ndarray) -> np.ndarray:
+        """(K*E, ...) -> (K, E, ...)."""
+        return x.reshape(self.k, self.e, *x.shape[1:])
+
+    # --- one iteration: rollout, rewards, update ----------------------------------------------
+
+    def learn(self, progress: Callable[[BatchedPPO], None] | None = None) -> None:
+        """Train until every candidate has `timesteps` steps; `progress` after each update."""
+        while self.steps_done < self.timesteps:
+            self.iteration()
+            if progress is not None:
+                progress(self)
+
+    def iteration(self) -> None:
+        """One rollout of n_steps per env, its rewards, one PPO update."""
+        t0 = time.perf_counter()
+        batch = self._rollout()
+        t1 = time.perf_counter()
+        raw = self._score(batch["transitions"])
+        t2 = time.perf_counter()
+        rewards = self.norm.rewards(raw, batch["dones"]) + batch["bootstrap"]
+        adv, ret = self._gae(rewards, batch["values"], batch["starts"], batch["last_values"])
+        self._update(batch, adv, ret)
+        t3 = time.perf_counter()
+        self.seconds["rollout"] += t1 - t0
+        self.seconds["reward"] += t2 - t1
+        self.seconds["update"] += t3 - t2
+        self.steps_done += self.t * self.e
+        self.updates += 1
+
+    def _rollout(self) -> dict[str, Any]:
+        k, e, t = self.k, self.e, self.t
+        obs = np.zeros((t, k, e, self.obs_dim), dtype=np.float32)
+        actions = np.zeros((t, k, e, self.act_dim), dtype=np.float32)
+        logp = np.zeros((t, k, e), dtype=np.float32)
+        values = np.zeros((t, k, e), dtype=np.float32)
+        starts = np.zeros((t, k, e), dtype=bool)
+        dones = np.zeros((t, k, e), dtype=bool)
+        bootstrap = np.zeros((t, k, e), dtype=np.float32)
+        transitions: list[Transitions] = []
+        gamma = self.gamma.reshape(k, 1).astype(np.float32)
+        with torch.no_grad():
+            for step in range(t):
+                x = torch.from_numpy(self.obs_n)
+                act, lp, val = self.policy.sample(x)
+                a = act.numpy()
+                out = self.envs.step(a.reshape(k * e, -1))
+                transitions.append(out)
+                obs[step], actions[step], logp[step], values[step] = self.obs_n, a, lp, val
+                starts[step] = self.starts
+                term, trunc = self._grouped(out.terminated), self._grouped(out.truncated)
+                done = term | trunc
+                dones[step] = done
+                self.obs_n = self.norm.observe(self._grouped(self.envs.obs))
+                if trunc.any():
+                    # A time limit is not the end of the task: bootstrap from the value of the
+                    # last observation, as SB3 does for TimeLimit.truncated.
+                    last = self.norm.normalize(self._grouped(out.next_obs))
+                    v = self.policy.value(torch.from_numpy(last)).numpy()
+                    bootstrap[step] = np.where(trunc, gamma * v, 0.0)
+                self.starts = done
+            last_values = self.policy.value(torch.from_numpy(self.obs_n)).numpy()
+        return {
+            "obs": obs,
+            "actions": actions,
+            "logp": logp,
+            "values": values,
+            "starts": starts,
+            "dones": dones,
+            "bootstrap": bootstrap,
+            "last_values": last_values,
+            "transitions": transitions,
+        }
+
+    def _score(self, transitions: list[Transitions]) -> np.ndarray:
+        """Each candidate's rewards for the rollout, (T, K, E), one sandbox call per candidate;
+        episode sums into the candidate's stats."""
+        k, e, t = self.k, self.e, len(transitions)
+
+        def cat(get: Callable[[Transitions], np.ndarray]) -> np.ndarray:
+            # (T, K*E, ...) -> per candidate (K, T*E, ...), rows in step order
+            x = np.stack([get(tr) for tr in transitions])
+            x = x.reshape(t, k, e, *x.shape[2:]).swapaxes(0, 1)
+            return x.reshape(k, t * e, *x.shape[3:])
+
+        obs, act, nxt = cat(lambda r: r.obs), cat(lambda r: r.action), cat(lambda r: r.next_obs)
+        start = cat(lambda r: r.start)
+        info = {key: cat(_field(key)) for key in transitions[0].info}
+        env_r = cat(lambda r: r.env_reward).reshape(k, t, e)
+        done = cat(lambda r: r.terminated | r.truncated).reshape(k, t, e)
+        out = np.zeros((t, k, e))
+        for c, cand in enumerate(self.candidates):
+            totals, terms = cand.rewards.score_columns(
+                np.tile(self.ids[c], t).tolist(),
+                start[c],
+                obs[c],
+                act[c],
+                nxt[c],
+                {name: col[c] for name, col in info.items()},
+            )
+            out[:, c] = totals.reshape(t, e)
+            stats = self.stats[c]
+            stats.transitions += len(totals)
+            for name, values in terms.items():
+                stats.term_sums[name] = stats.term_sums.get(name, 0.0) + float(values.sum())
+            self._episodes(c, totals.reshape(t, e), env_r[c], done[c])
+        return out
+
+    def _episodes(self, c: int, rewards: np.ndarray, env_r: np.ndarray, done: np.ndarray) -> None:
+        stats = self.stats[c]
+        for step in range(len(rewards)):
+            self._ep_ret[c] += rewards[step]
+            self._ep_env_ret[c] += env_r[step]
+            self._ep_len[c] += 1
+            for i in np.flatnonzero(done[step]):
+                stats.returns.append(float(self._ep_ret[c, i]))
+                stats.env_returns.append(float(self._ep_env_ret[c, i]))
+                stats.lengths.append(int(self._ep_len[c, i]))
+                self._ep_ret[c, i] = self._ep_env_ret[c, i] = 0.0
+                self._ep_len[c, i] = 0
+
+    def _gae(
+        self, rewards: np.ndarray, values: np.ndarray, starts: np.ndarray, last_values: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """SB3's `compute_returns_and_advantage`, per candidate's gamma and lambda."""
+        t = len(rewards)
+        gamma = self.gamma.reshape(self.k, 1)
+        lam = self.lam.reshape(self.k, 1)
+        adv = np.zeros_like(rewards)
+        last = np.zeros(rewards.shape[1:], dtype=np.float32)
+        for step in reversed(range(t)):
+            if step == t - 1:
+                nonterminal = 1.0 - self.starts.astype(np.float32)
+                next_values = last_values
+            else:
+                nonterminal = 1.0 - starts[step + 1].astype(np.float32)
+                next_values = values[step + 1]
+            delta = rewards[step] + gamma * next_values * nonterminal - values[step]
+            last = delta + gamma * lam * nonterminal * last
+            adv[step] = last
+        return adv.astype(np.float32), (adv + values).astype(np.float32)
+
+    def _update(self, batch: dict[str, Any], adv: np.ndarray, ret: np.ndarray) -> None:
+        k, n = self.k, self.t * self.e
+
+        def flat(x: np.ndarray) -> torch.Tensor:
+            # (T, K, E, ...) -> (K, T*E, ...)
+            x = np.ascontiguousarray(np.swapaxes(x, 0, 1))
+            return torch.from_numpy(x.reshape(k, n, *x.shape[3:]))
+
+        obs, actions = flat(batch["obs"]), flat(batch["actions"])
+        old_logp = flat(batch["logp"])
+        advantages, returns = flat(adv), flat(ret)
+        # SB3 reads the schedule after the rollout is counted: the last update's rate is 0.
+        remaining = max(0.0, 1.0 - (self.steps_done + n) / self.timesteps)
+        lr = np.where(self.linear_lr, self.lr * remaining, self.lr)
+        lr_t = torch.tensor(lr, dtype=torch.float32)
+        clip = torch.tensor(self.clip, dtype=torch.float32).reshape(k, 1)
+        ent = torch.tensor(self.ent, dtype=torch.float32)
+        vf = torch.tensor(self.vf, dtype=torch.float32)
+        max_grad = torch.tensor(self.max_grad, dtype=torch.float32)
+        self.last_lr = lr
+        size = min(self.batch_size, n)
+        for _ in range(self.epochs):
+            order = torch.from_numpy(self.rng.permutation(n))
+            for lo in range(0, n, size):
+                idx = order[lo : lo + size]
+                values, logp, entropy = self.policy.evaluate(obs[:, idx], actions[:, idx])
+                a = advantages[:, idx]
+                if a.shape[1] > 1:
+                    a = (a - a.mean(1, keepdim=True)) / (a.std(1, keepdim=True) + 1e-8)
+                ratio = torch.exp(logp - old_logp[:, idx])
+                surrogate = torch.min(a * ratio, a * torch.clamp(ratio, 1 - clip, 1 + clip))
+                policy_loss = -surrogate.mean(1)
+                value_loss = (returns[:, idx] - values).pow(2).mean(1)
+                entropy_loss = -entropy.mean(1)
+                loss = policy_loss + ent * entropy_loss + vf * value_loss
+                for p in self.params:
+                    p.grad = None
+                loss.sum().backward()
+                self._adam_step(lr_t, max_grad)
+
+    def _adam_step(self, lr: torch.Tensor, max_grad: torch.Tensor) -> None:
+        """Adam (torch's update rule) with each candidate's learning rate and its own gradient
+        norm clipping; every parameter's first axis is the candidate."""
+        k = self.k
+        norms = torch.zeros(k)
+        for p in self.params:
+            norms += p.grad.reshape(k, -1).pow(2).sum(1)  # type: ignore[union-attr]
+        scale = torch.clamp(max_grad / (norms.sqrt() + 1e-6), max=1.0)
+        self.adam_t += 1
+        b1, b2 = ADAM_BETAS
+        c1, c2 = 1 - b1**self.adam_t, 1 - b2**self.adam_t
+        with torch.no_grad():
+            for p, m, v in zip(self.params, self.adam_m, self.adam_v, strict=True):
+                view = (k,) + (1,) * (p.dim() - 1)
+                g = p.grad * scale.view(view)  # type: ignore[operator]
+                m.mul_(b1).add_(g, alpha=1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                denom = (v.sqrt() / c2**0.5).add_(ADAM_EPS)
+                p.sub_((lr / c1).view(view) * m / denom)
+
+    # --- results ------------------------------------------------------------------------------
+
+    def deterministic_actions(self, obs: np.ndarray) -> np.ndarray:
+        """Each candidate's mean action for raw (K, B, d) observations (statistics frozen)."""
+        with torch.no_grad():
+            x = torch.from_numpy(self.norm.normalize(obs))
+            mean = self.policy.actor(x).numpy()
+        return np.clip(mean, self.envs.action_space.low, self.envs.action_space.high)
+
+    def close(self) -> None:
+        self.envs.close()

@@ -1,0 +1,59 @@
+"""The batched envs step exactly as Gymnasium's envs do, field by field."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from activities.envs.quiet import quiet_mujoco
+from activities.training.batched.envs import BatchEnvs
+from activities.training.reward_runtime import TransitionTap
+
+
+@pytest.mark.parametrize(
+    ("env_id", "generic"),
+    [
+        ("HalfCheetah-v5", False),
+        ("Hopper-v5", False),
+        ("Walker2d-v5", False),
+        ("Swimmer-v5", False),
+        ("Ant-v5", False),
+        ("Hopper-v5", True),
+        ("InvertedPendulum-v5", False),
+    ],
+)
+def test_batched_steps_equal_gymnasium(env_id: str, generic: bool) -> None:
+    quiet_mujoco()
+    n, steps = 3, 1100
+    batch = BatchEnvs(env_id, n, seed=7, generic=generic, sensors=True)
+    refs = [TransitionTap(gym.make(env_id), sensors=True) for _ in range(n)]
+    obs = batch.reset()
+    ref_obs = np.array([r.reset(seed=7 + i)[0] for i, r in enumerate(refs)])
+    np.testing.assert_array_equal(obs, ref_obs)
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(steps):
+        # Wide actions: some fall outside the action space and must be clipped alike.
+        actions = rng.uniform(-1.5, 1.5, size=(n, *batch.action_space.shape))
+        out = batch.step(actions)
+        for i, ref in enumerate(refs):
+            clipped = np.clip(actions[i], batch.action_space.low, batch.action_space.high)
+            np.testing.assert_array_equal(out.action[i], clipped)
+            o, r, term, trunc, info = ref.step(clipped)
+            _, prev, _, _, _ = ref.transition(0, clipped, o, info)
+            np.testing.assert_array_equal(out.obs[i], prev)
+            np.testing.assert_allclose(out.next_obs[i], o, rtol=0, atol=1e-12)
+            assert out.env_reward[i] == pytest.approx(r, abs=1e-9)
+            assert (bool(out.terminated[i]), bool(out.truncated[i])) == (term, trunc)
+            assert bool(out.start[i]) == info["_episode_start"]
+            for key, value in info.items():
+                if key.startswith("_") or key == "env_reward":
+                    continue
+                np.testing.assert_allclose(out.info[key][i], value, atol=1e-9, err_msg=key)
+            assert set(out.info) == {k for k in info if not k.startswith("_")} - {"env_reward"}
+            if term or trunc:
+                ends += 1
+                ref.reset()
+                np.testing.assert_array_equal(batch.obs[i], ref.last_obs)
+    assert ends >= n  # every copy finished at least one episode (time limit or a fall)

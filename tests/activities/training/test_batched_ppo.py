@@ -1,0 +1,129 @@
+"""The batched trainer: K candidates in one process, each trained as its own PPO."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from stable_baselines3.common.running_mean_std import RunningMeanStd
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from activities.runner.baseline_reward import RUN_FORWARD
+from activities.sandbox.client import SandboxClient, SandboxRewards
+from activities.training.batched.evaluate import evaluate_candidates
+from activities.training.batched.export import save_candidate
+from activities.training.batched.normalize import StackedNormalizer
+from activities.training.batched.ppo import BatchedPPO, Candidate, batch_shape
+from activities.training.evaluation import deterministic_act
+from activities.training.policy_io import load_vecnormalize
+from activities.training.presets import preset_for
+from activities.training.reward_runtime import LocalRewards, load_reward
+from activities.training.rollout import load_model
+from activities.training.sim import make_env
+
+
+def _local(source: str = RUN_FORWARD) -> LocalRewards:
+    return LocalRewards(load_reward(source, "reward.py", guarded=False))
+
+
+def test_normalizer_matches_sb3_running_statistics():
+    rng = np.random.default_rng(0)
+    norm = StackedNormalizer(
+        2, 3, (4,), np.array([0.99, 0.9]), norm_obs=True, norm_reward=True, clip_obs=10.0
+    )
+    refs = [RunningMeanStd(shape=(4,)) for _ in range(2)]
+    ret_refs = [RunningMeanStd(shape=()) for _ in range(2)]
+    returns = np.zeros((2, 3))
+    rewards = rng.normal(size=(5, 2, 3))
+    dones = rng.random((5, 2, 3)) < 0.3
+    for _ in range(5):
+        obs = rng.normal(2.0, 3.0, size=(2, 3, 4))
+        out = norm.observe(obs)
+        for k in range(2):
+            refs[k].update(obs[k])
+            want = np.clip((obs[k] - refs[k].mean) / np.sqrt(refs[k].var + 1e-8), -10, 10)
+            np.testing.assert_allclose(out[k], want, rtol=1e-5, atol=1e-6)
+    scaled = norm.rewards(rewards, dones)
+    for t in range(5):
+        for k, gamma in enumerate((0.99, 0.9)):
+            returns[k] = returns[k] * gamma + rewards[t, k]
+            ret_refs[k].update(returns[k])
+            want = np.clip(rewards[t, k] / np.sqrt(ret_refs[k].var + 1e-8), -10, 10)
+            np.testing.assert_allclose(scaled[t, k], want, rtol=1e-5)
+            returns[k][dones[t, k]] = 0
+
+
+def test_candidates_must_share_the_batch_shape():
+    with pytest.raises(ValueError, match="share n_envs"):
+        batch_shape([preset_for("Hopper-v5"), preset_for("Hopper-v5", {"n_envs": 4})])
+
+
+def test_each_candidate_has_its_own_optimiser_and_exports_to_plain_sb3(tmp_path: Path):
+    # Candidate 1 has a learning rate of 0: if any update leaked across candidates, its
+    # parameters would move.
+    presets = [preset_for("Hopper-v5"), preset_for("Hopper-v5", {"learning_rate": 0.0})]
+    ppo = BatchedPPO(
+        "Hopper-v5", [Candidate(f"c{i}", _local(), p) for i, p in enumerate(presets)], 4096, 3
+    )
+    before = [p.detach().clone() for p in ppo.policy.parameters()]
+    ppo.learn()
+    assert ppo.steps_done == 4096 and ppo.updates == 2
+    for old, new in zip(before, ppo.policy.parameters(), strict=True):
+        assert not torch.equal(old[0], new[0])  # candidate 0 trained
+        assert torch.equal(old[1], new[1])  # candidate 1 did not move at all
+    for stats in ppo.stats:
+        assert stats.returns and stats.transitions == 4096  # Hopper episodes end early
+        assert set(stats.term_sums) == {"forward", "ctrl"}
+
+    # The exported model is a plain SB3 PPO: its deterministic actions, through the saved
+    # normalisation, are the batch's own.
+    env = make_env("Hopper-v5", None)
+    obs = np.array([env.reset(seed=s)[0] for s in range(6)])
+    venv_base = DummyVecEnv([lambda: make_env("Hopper-v5", None)])
+    for k in range(2):
+        save_candidate(ppo, k, tmp_path / f"c{k}")
+        model = load_model("ppo", tmp_path / f"c{k}" / "model.zip")
+        venv = load_vecnormalize(tmp_path / f"c{k}" / "vecnormalize.npz", venv_base)
+        exported = deterministic_act(model, venv)(obs)
+        batched = ppo.deterministic_actions(np.repeat(obs[None], 2, axis=0))[k]
+        np.testing.assert_allclose(exported, batched, atol=1e-5)
+    results = evaluate_candidates(ppo, seed=0)
+    assert [r["eval_length"] > 0 for r in results] == [True, True]
+    ppo.close()
+
+
+def test_candidates_learn_together_with_rewards_in_their_sandboxes():
+    # InvertedPendulum: episodes end when the pole falls, so learning shows as longer episodes.
+    boxes = [SandboxClient() for _ in range(2)]
+    try:
+        alive = load_alive()
+        cands = [
+            Candidate(f"c{i}", SandboxRewards(box, alive, f"c{i}.py", strict=False), p)
+            for i, (box, p) in enumerate(
+                zip(boxes, [preset_for("InvertedPendulum-v5")] * 2, strict=True)
+            )
+        ]
+        ppo = BatchedPPO("InvertedPendulum-v5", cands, 12_288, seed=0)
+        ppo.learn()
+        for stats in ppo.stats:
+            first, last = np.mean(stats.lengths[:20]), np.mean(stats.lengths[-20:])
+            assert last > 2 * first, (first, last)
+        ppo.close()
+    finally:
+        for box in boxes:
+            box.close()
+
+
+def load_alive() -> str:
+    return """import numpy as np
+
+
+class Alive(RewardFunction):
+    vectorized = True
+
+    def compute(self, obs, action, next_obs, info):
+        alive = 1.0 + 0.0 * np.asarray(info["qpos"], dtype=float)[..., 0]
+        return alive, {"alive": alive}
+"""

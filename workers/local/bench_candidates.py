@@ -1,0 +1,331 @@
+"""`policyforge bench-train --candidates K`: K reward candidates trained three ways, one after
+the other in one invocation, on the same machine.
+
+- batched: `workers.local.bench_batched`, one process per core, each training its share of
+  the candidates together (`activities.training.batched`);
+- per-candidate: today's trainer, the real confined child (`run_child(job.TRAIN)`) once per
+  candidate, as many at once as there are processes;
+- plain: `workers.local.bench_plain` (PPO with SB3's defaults, no sandbox) once per
+  candidate, as many at once.
+
+The candidates are the env's own reward with its terms reweighted (`WEIGHTINGS`), so that every
+side can train them and every candidate's final return, measured in the env's own reward, is
+comparable across candidates and sides. Each side evaluates each candidate by the same protocol
+(one deterministic episode, reset with the same seed, every `eval_every` steps and at the end).
+
+Figures per side: the wall time from the side's start to its last process's end; aggregate
+steps/s over that wall; training-only steps/s (each process's steps over its own training clock,
+evaluations and process start excluded, summed as if `procs` ran at once); each candidate's
+final return; and the wall time until every candidate's return reached the target.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from activities.runner.protocol import ChildRequest
+from activities.runner.supervisor import REPO_ROOT, repo_pythonpath, run_child
+from activities.training import job
+from workers.local.bench_train import (
+    _CONSTANT,
+    _EXTRA_KEYS,
+    DEFAULT_TARGETS,
+    BenchError,
+    check_reward,
+)
+from workers.local.train import _run_sync
+
+SIDES = ("batched", "per_candidate", "plain")
+MAX_CANDIDATES = 64
+# Candidate i scales the env's forward and control terms by these factors (cycled): the env's
+# own reward first, then cheaper and dearer control, then more and less forward drive.
+WEIGHTINGS: tuple[tuple[float, float], ...] = (
+    (1.0, 1.0),
+    (1.0, 0.5),
+    (1.0, 2.0),
+    (1.25, 1.0),
+    (1.25, 0.5),
+    (0.8, 1.0),
+    (0.8, 0.5),
+    (1.25, 2.0),
+)
+
+_SOURCE = '''"""Candidate {name}: the env's reward with its terms reweighted (by bench-train)."""
+
+import numpy as np
+
+WEIGHTS = {weights!r}
+EXTRA_KEYS = {extra_keys!r}
+CONSTANT = {constant!r}
+
+
+class Reweighted(RewardFunction):
+    # compute() keeps no state and uses array operations: the sandbox may score a whole
+    # batch of rows in one call.
+    vectorized = True
+
+    def compute(self, obs, action, next_obs, info):
+        terms = {{}}
+        for key, value in info.items():
+            if (key.startswith("reward_") and key != "reward_terms") or key in EXTRA_KEYS:
+                terms[key] = WEIGHTS.get(key, 1.0) * np.asarray(value, dtype=float)
+        if CONSTANT:
+            terms["constant"] = CONSTANT + 0.0 * terms[next(iter(terms))]
+        return sum(terms.values()), terms
+'''
+
+Line = Callable[[str], None]
+
+
+def candidates(env_id: str, k: int) -> list[dict[str, Any]]:
+    """K candidates: name, weights (factor per info reward term) and reward source."""
+    out = []
+    for i in range(k):
+        forward, ctrl = WEIGHTINGS[i % len(WEIGHTINGS)]
+        weights = {"reward_forward": forward, "reward_ctrl": ctrl}
+        name = f"c{i}"
+        source = _SOURCE.format(
+            name=name,
+            weights=weights,
+            extra_keys=_EXTRA_KEYS.get(env_id, ()),
+            constant=_CONSTANT.get(env_id, 0.0),
+        )
+        out.append({"name": name, "weights": weights, "source": source, "overrides": {}})
+    return out
+
+
+class _Clock:
+    """Arrival times of eval events, per candidate, from the side's start."""
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self.evals: dict[str, list[dict[str, Any]]] = {}
+        self.lock = threading.Lock()
+
+    def eval(self, name: str, event: dict[str, Any]) -> None:
+        with self.lock:
+            row = {**event, "at_s": round(time.monotonic() - self.t0, 2)}
+            self.evals.setdefault(name, []).append(row)
+
+
+def _stream(cmd: list[str], on_line: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Run a bench script; JSON lines to on_line; its "result" event (BenchError otherwise)."""
+    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
+    result: dict[str, Any] | None = None
+    with tempfile.TemporaryFile("w+") as err:
+        with subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=err, text=True, cwd=REPO_ROOT, env=env
+        ) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if event.get("event") == "result":
+                    result = event
+                else:
+                    on_line(event)
+        if proc.returncode != 0 or result is None:
+            err.seek(0)
+            tail = [ln for ln in err.read().splitlines() if ln.strip()][-1:] or ["no output"]
+            raise BenchError(f"{cmd[2]} exited with status {proc.returncode}: {tail[0]}")
+    return result
+
+
+def run_batched(
+    env_id: str, cands: list[dict[str, Any]], timesteps: int, seed: int, every: int, procs: int
+) -> dict[str, Any]:
+    """The batched side: candidates split round-robin over `procs` processes."""
+    clock = _Clock()
+    groups = [cands[i::procs] for i in range(procs) if cands[i::procs]]
+    with tempfile.TemporaryDirectory(prefix="pf-bench-batched-") as tmp:
+
+        def one(i: int, group: list[dict[str, Any]]) -> dict[str, Any]:
+            spec = {
+                "env_id": env_id,
+                "timesteps": timesteps,
+                "seed": seed,
+                "eval_every": every,
+                "out_dir": str(Path(tmp) / f"p{i}"),
+                "candidates": group,
+            }
+            path = Path(tmp) / f"spec{i}.json"
+            path.write_text(json.dumps(spec))
+            cmd = [sys.executable, "-m", "workers.local.bench_batched", "--spec", str(path)]
+            return _stream(cmd, lambda e: clock.eval(e["candidate"], e))
+
+        with ThreadPoolExecutor(len(groups)) as pool:
+            results = list(pool.map(one, range(len(groups)), groups))
+    wall = time.monotonic() - clock.t0
+    runs = [(r["timesteps_done"] * len(r["candidates"]), r["train_wall_s"]) for r in results]
+    seconds: dict[str, float] = {}
+    for r in results:
+        for key, value in r["seconds"].items():
+            seconds[key] = round(seconds.get(key, 0.0) + value, 1)
+    return {"wall_s": wall, "runs": runs, "evals": clock.evals, "seconds": seconds}
+
+
+def run_per_candidate(
+    env_id: str, cands: list[dict[str, Any]], timesteps: int, seed: int, every: int, procs: int
+) -> dict[str, Any]:
+    """Today's trainer: one confined child per candidate, `procs` at a time."""
+    clock = _Clock()
+
+    def one(cand: dict[str, Any]) -> tuple[int, float]:
+        req = ChildRequest(
+            env_id=env_id,
+            reward_source=cand["source"],
+            reward_filename=f"{cand['name']}.py",
+            timesteps=timesteps,
+            seed=seed,
+            eval_every=every,
+        )
+
+        def on_event(event: dict[str, Any]) -> None:
+            if event.get("event") == "eval":
+                clock.eval(cand["name"], event)
+
+        with tempfile.TemporaryDirectory(prefix="pf-bench-one-") as tmp:
+            _run_sync(lambda: run_child(job.TRAIN, req, Path(tmp), on_event, stall_s=600))
+        last = clock.evals[cand["name"]][-1]
+        return int(last["timesteps"]), float(last["train_wall_s"])
+
+    with ThreadPoolExecutor(procs) as pool:
+        runs = list(pool.map(one, cands))
+    return {"wall_s": time.monotonic() - clock.t0, "runs": runs, "evals": clock.evals}
+
+
+def run_plain(
+    env_id: str, cands: list[dict[str, Any]], timesteps: int, seed: int, every: int, procs: int
+) -> dict[str, Any]:
+    """Plain SB3 (its defaults, no sandbox) once per candidate, `procs` at a time."""
+    clock = _Clock()
+
+    def one(cand: dict[str, Any]) -> tuple[int, float]:
+        cmd = [sys.executable, "-m", "workers.local.bench_plain", "--env", env_id]
+        cmd += ["--timesteps", str(timesteps), "--eval-every", str(every), "--seed", str(seed)]
+        cmd += ["--weights", json.dumps(cand["weights"]), "--threads", "1"]
+        result = _stream(cmd, lambda e: clock.eval(cand["name"], e))
+        return int(result["timesteps_done"]), float(result["train_wall_s"])
+
+    with ThreadPoolExecutor(procs) as pool:
+        runs = list(pool.map(one, cands))
+    return {"wall_s": time.monotonic() - clock.t0, "runs": runs, "evals": clock.evals}
+
+
+def _figures(side: dict[str, Any], names: list[str], target: float, procs: int) -> dict[str, Any]:
+    steps = sum(s for s, _ in side["runs"])
+    busy = sum(w for _, w in side["runs"]) / procs
+    finals, reached = {}, {}
+    for name in names:
+        evals = side["evals"].get(name) or []
+        if not evals:
+            raise BenchError(f"candidate {name} finished without an evaluation")
+        finals[name] = round(evals[-1]["eval_return"], 1)
+        hit = next((e for e in evals if e["eval_return"] >= target), None)
+        reached[name] = hit["at_s"] if hit else None
+    times = list(reached.values())
+    return {
+        "wall_s": round(side["wall_s"], 1),
+        "steps": steps,
+        "steps_per_second": round(steps / max(side["wall_s"], 1e-9), 1),
+        "training_steps_per_second": round(steps / max(busy, 1e-9), 1),
+        "final_returns": finals,
+        "reached_target": sum(t is not None for t in times),
+        "time_to_target_all_s": None if None in times else max(t for t in times if t is not None),
+        **({"seconds": side["seconds"]} if "seconds" in side else {}),
+    }
+
+
+def bench_candidates(
+    env_id: str,
+    timesteps: int,
+    k: int,
+    *,
+    target: float | None = None,
+    eval_every: int | None = None,
+    seed: int = 0,
+    procs: int | None = None,
+    sides: tuple[str, ...] = SIDES,
+    say: Line | None = None,
+) -> dict[str, Any]:
+    """The sides on K candidates, one after the other; their figures side by side."""
+    if not 1 <= k <= MAX_CANDIDATES:
+        raise BenchError(f"--candidates must be between 1 and {MAX_CANDIDATES} (got {k})")
+    if timesteps <= 0:
+        raise BenchError(f"--timesteps must be positive (got {timesteps})")
+    unknown = [s for s in sides if s not in SIDES]
+    if unknown:
+        raise BenchError(f"--sides: unknown {unknown}; known: {', '.join(SIDES)}")
+    goal = target if target is not None else DEFAULT_TARGETS.get(env_id)
+    if goal is None:
+        raise BenchError(f"{env_id}: no default target; give --target")
+    procs = procs or os.cpu_count() or 1
+    every = eval_every or max(1, timesteps // 4)
+    check_reward(env_id, seed=seed)
+    cands = candidates(env_id, k)
+    names = [c["name"] for c in cands]
+    runners = {"batched": run_batched, "per_candidate": run_per_candidate, "plain": run_plain}
+    out: dict[str, Any] = {
+        "env_id": env_id,
+        "timesteps_per_candidate": timesteps,
+        "candidates": k,
+        "procs": procs,
+        "eval_every": every,
+        "seed": seed,
+        "target": goal,
+        "weights": {c["name"]: c["weights"] for c in cands},
+    }
+    for side in sides:
+        if say:
+            say(f"{side}: {k} candidates x {timesteps:,} steps on {procs} processes ...")
+        raw = runners[side](env_id, cands, timesteps, seed, every, procs)
+        out[side] = _figures(raw, names, goal, procs)
+        if say:
+            fig = out[side]
+            say(
+                f"{side}: {fig['wall_s']:.0f} s, {fig['steps_per_second']:,.0f} steps/s "
+                f"({fig['training_steps_per_second']:,.0f} training only)"
+            )
+    return out
+
+
+def table(out: dict[str, Any]) -> list[str]:
+    """The side-by-side tables, as aligned text lines."""
+    sides = [s for s in SIDES if s in out]
+    label = {"batched": "batched", "per_candidate": "per-candidate", "plain": "plain SB3"}
+
+    def cell(v: Any) -> str:
+        if v is None:
+            return "not reached"
+        return f"{v:,.1f}" if isinstance(v, float) else f"{v:,}"
+
+    lines = [f"{'':<34}" + "".join(f"{label[s]:>15}" for s in sides)]
+    rows = [
+        ("wall (s)", "wall_s"),
+        ("aggregate steps/s (wall)", "steps_per_second"),
+        ("training-only steps/s", "training_steps_per_second"),
+        (f"candidates reaching {out['target']:g}", "reached_target"),
+        ("wall until all reached (s)", "time_to_target_all_s"),
+    ]
+    for name, key in rows:
+        lines.append(f"{name:<34}" + "".join(f"{cell(out[s][key]):>15}" for s in sides))
+    lines.append("")
+    lines.append(f"{'final return (env reward)':<34}" + "".join(f"{label[s]:>15}" for s in sides))
+    for name, w in out["weights"].items():
+        desc = f"{name} forward x{w['reward_forward']:g} ctrl x{w['reward_ctrl']:g}"
+        lines.append(
+            f"{desc:<34}" + "".join(f"{out[s]['final_returns'][name]:>15,.1f}" for s in sides)
+        )
+    return lines
