@@ -1,7 +1,13 @@
 """Where a session's wall time went, read from its Temporal history.
 
-Each activity's time runs from its task's start to its end event. `train_policy` is split into
-learning and its evaluation checkpoints (the seconds the child measured, from its result).
+Each activity's time runs from its task's start to its end event. The stages are the session's
+critical path: the time it waited for each kind of work. `train_policy` is split into learning
+and evaluation by the seconds its result reports: the evaluation checkpoints' share of the
+training child's time (with an evaluator beside training, only handing each policy over) and
+the time the activity waited for that evaluator after training ended (the last checkpoint and
+the final evaluation episode with its video). Evaluation the evaluator did while training went
+on, on the core training left idle, delayed nothing: it is reported apart (`beside_s`, the
+evaluator's working time) and not in the stages.
 Of the wall time in which no activity ran, "waiting for a worker" is when one was scheduled but
 no worker had taken it yet (its pool busy with other sessions), "orchestration" the rest
 (workflow tasks, retries' backoff). Activities that ran side by side each count their own time,
@@ -61,12 +67,19 @@ class Split:
 
     wall_s: float = 0.0
     stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    # Evaluation done beside training (off the critical path, in no stage).
+    beside_s: float = 0.0
 
     def line(self) -> str:
         """'time split of 160 s: training 100 s (62%), ...' for a terminal."""
         wall = max(self.wall_s, 1e-9)
         parts = [f"{name} {s:.0f} s ({100 * s / wall:.0f}%)" for name, s in self.stages.items()]
-        return f"time split of {self.wall_s:.0f} s: " + ", ".join(parts)
+        beside = (
+            f"; the evaluator beside training worked {self.beside_s:.0f} s, mostly while it ran"
+            if self.beside_s
+            else ""
+        )
+        return f"time split of {self.wall_s:.0f} s: " + ", ".join(parts) + beside
 
 
 def _seconds(event: HistoryEvent) -> float:
@@ -101,11 +114,13 @@ def split_of(events: list[HistoryEvent]) -> Split:
             name = names.get(attrs.scheduled_event_id, "")
             stage = _STAGE_OF.get(name, "authoring")
             completed = e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-            checkpoints = (
-                _checkpoint_seconds(attrs) if completed and name == TRAIN_POLICY.name else 0.0
-            )
-            out.stages[stage] += end - begin - checkpoints
-            out.stages["evaluation and rendering"] += checkpoints
+            trained = _train_result(attrs) if completed and name == TRAIN_POLICY.name else None
+            evaluating = 0.0
+            if trained is not None:
+                evaluating = trained.eval_checkpoint_seconds + trained.eval_wait_seconds
+                out.beside_s += trained.eval_work_seconds
+            out.stages[stage] += end - begin - evaluating
+            out.stages["evaluation and rendering"] += evaluating
     out.wall_s = _seconds(events[-1]) - _seconds(events[0])
     running = _union(intervals)
     waiting = max(0.0, _union(intervals + waits) - running)
@@ -114,13 +129,13 @@ def split_of(events: list[HistoryEvent]) -> Split:
     return out
 
 
-def _checkpoint_seconds(attrs: object) -> float:
-    """eval_checkpoint_seconds of a completed train_policy's result (0 when unreadable)."""
+def _train_result(attrs: object) -> TrainResult | None:
+    """A completed train_policy's result (None when unreadable)."""
     try:
         payload = attrs.result.payloads[0].data  # type: ignore[attr-defined]
-        return TrainResult.model_validate_json(payload).eval_checkpoint_seconds
+        return TrainResult.model_validate_json(payload)
     except (IndexError, ValueError):
-        return 0.0
+        return None
 
 
 def _union(intervals: list[tuple[float, float]]) -> float:

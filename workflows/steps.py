@@ -63,6 +63,9 @@ Kind = Literal["reward", "judge"]
 LLM_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(seconds=2))
 TRAIN_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=5))
 SHORT_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
+# train_policy also plays the final evaluation episode beside training (no evaluate_policy
+# call): histories recorded before it replay without the marker.
+TRAIN_EVAL_PATCH = "final-eval-beside-training"
 
 
 def _still_invalid(
@@ -386,6 +389,7 @@ class Steps:
                 eval_max_steps=self.inp.eval_max_steps,
                 init_model_key=init.model_key if init else None,
                 init_vecnormalize_key=init.vecnormalize_key if init else None,
+                final_eval=workflow.patched(TRAIN_EVAL_PATCH),
             ),
             summary=f"train {run_name}: {timesteps:,} steps of {self.inp.algo.upper()}",
             # A dead worker is noticed within the heartbeat timeout; the retry resumes from
@@ -397,6 +401,10 @@ class Steps:
         return trained
 
     async def evaluate(self, reward: RewardArtifact, trained: TrainResult, seed: int) -> EvalResult:
+        """The run's deterministic evaluation episode: the one train_policy played beside
+        training when it was asked to, else an evaluate_policy call."""
+        if trained.final_eval is not None:
+            return trained.final_eval
         return await self.call(
             act.EVALUATE_POLICY,
             EvalRequest(

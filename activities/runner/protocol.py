@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Mode = Literal["validate", "train", "evaluate", "validate_judge", "judge"]
+Mode = Literal["validate", "train", "evaluate", "evaluate_beside", "validate_judge", "judge"]
 RESULT_FILE = "result.json"
 DEFAULT_REWARD_FILENAME = "reward_fn.py"
 DEFAULT_JUDGE_FILENAME = "judge_fn.py"
@@ -81,6 +81,9 @@ class ChildRequest(BaseModel):
     # Evaluation checkpoints at 25/50/75/100%: episodes each (0: none); their length cap is
     # max_steps below.
     eval_checkpoint_episodes: int = 0
+    # Hand each evaluation checkpoint's policy to the evaluator beside training (the
+    # evaluate_beside mode) instead of playing it in the training child.
+    eval_handoff: bool = False
     # Evaluate one deterministic episode (env's own reward) every this many timesteps into
     # metrics/evals.jsonl (0: never); bench-train uses it.
     eval_every: int = 0
@@ -91,6 +94,10 @@ class ChildRequest(BaseModel):
     max_steps: int | None = None
     record_video: bool = True
     video_size: int = 480
+    # evaluate_beside: the training child's output folder it watches for handed-over
+    # checkpoints, and whether it plays the final evaluation episode once training ends.
+    watch_dir: str | None = None
+    final_eval: bool = False
 
     @model_validator(mode="after")
     def _one_reward(self) -> ChildRequest:

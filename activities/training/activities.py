@@ -26,7 +26,7 @@ from activities.logs import activity_logger
 from activities.metrics import TrainingMeter
 from activities.runner.protocol import CHECKPOINT_FILES, ChildFailed, ChildJob, ChildRequest
 from activities.runner.supervisor import run_child, sandbox_refused
-from activities.training import job
+from activities.training import beside, job
 from activities.training.presets import config_variants
 from workflows.contracts import timeouts
 from workflows.contracts.activities import (
@@ -309,27 +309,50 @@ async def train_policy(req: TrainRequest) -> TrainResult:
                     activity.heartbeat(progress)
                     await asyncio.to_thread(shutil.rmtree, folder, True)
 
-            log.info("training", timesteps=req.timesteps)
+            uploaded: set[str] = set()
+
+            async def upload_checkpoint(event: dict[str, Any]) -> None:
+                # Each checkpoint as soon as the evaluator has kept it.
+                if event.get("event") == "eval_checkpoint":
+                    name = f"evals/pct_{event['pct']}"
+                    uploaded.add(await _upload_folder(store, out, name, prefix))
+
+            side = beside.request(child, out, final_eval=req.final_eval)
+            log.info("training", timesteps=req.timesteps, final_eval=req.final_eval)
             try:
-                summary = await run_child(
-                    job.TRAIN,
-                    child,
-                    out,
-                    on_event,
-                    timeout_s=train_timeout_s(req.timesteps),
-                    stall_s=TRAIN_STALL_S,
+                run = await beside.train_beside(
+                    run_child(
+                        job.TRAIN,
+                        child.model_copy(update={"eval_handoff": True}),
+                        out,
+                        on_event,
+                        timeout_s=train_timeout_s(req.timesteps),
+                        stall_s=TRAIN_STALL_S,
+                    ),
+                    run_child(
+                        job.EVALUATE_BESIDE,
+                        side,
+                        Path(tmp) / "beside",
+                        upload_checkpoint,
+                        timeout_s=train_timeout_s(req.timesteps),
+                    ),
                 )
             except ChildFailed as exc:
                 log.warning("training failed", error=exc.message, reward_fault=exc.reward_fault)
                 raise _failure(exc) from None
+            summary = run.summary
             for name in TRAIN_OUTPUTS:
                 await asyncio.to_thread(store.put_file, prefix + name, out / name)
-            # Evaluation checkpoints and TensorBoard event files, under the same names.
-            for folder in ("evals", "tensorboard"):
-                for path in sorted((out / folder).rglob("*")) if (out / folder).is_dir() else []:
-                    if path.is_file():
-                        key = prefix + path.relative_to(out).as_posix()
-                        await asyncio.to_thread(store.put_file, key, path)
+            # Evaluation checkpoints not uploaded yet and TensorBoard event files, by name.
+            for folder in sorted((out / "evals").glob("pct_*")) + [out / "tensorboard"]:
+                name = folder.relative_to(out).as_posix()
+                if name not in uploaded:
+                    await _upload_folder(store, out, name, prefix)
+            final = None
+            if run.evaluation.get("final"):
+                final = await _upload_evaluation(
+                    store, Path(tmp) / "beside", run.evaluation["final"], prefix
+                )
     log.info(
         "trained",
         timesteps=summary["timesteps_done"],
@@ -347,9 +370,12 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         term_means=summary["term_means"],
         wall_seconds=float(summary["wall_seconds"]),
         eval_checkpoint_seconds=float(summary.get("eval_checkpoint_seconds", 0.0)),
+        eval_wait_seconds=round(run.waited_s, 2),
+        eval_work_seconds=float(run.evaluation.get("work_seconds", 0.0)),
         steps_per_second=float(summary["steps_per_second"]),
         still_improving=bool(summary["still_improving"]),
         resumed_from_timesteps=summary.get("resumed_from_timesteps"),
+        final_eval=final,
     )
 
 
@@ -385,25 +411,44 @@ async def evaluate_policy(req: EvalRequest) -> EvalResult:
             except ChildFailed as exc:
                 log.warning("evaluation failed", error=exc.message, reward_fault=exc.reward_fault)
                 raise _failure(exc) from None
-            traj_key = await asyncio.to_thread(
-                store.put_file, prefix + result["trajectory"], out / result["trajectory"]
-            )
-            video_key = None
-            if result.get("video"):
-                video_key = await asyncio.to_thread(
-                    store.put_file, prefix + result["video"], out / result["video"]
-                )
+            evaluated = await _upload_evaluation(store, out, result, prefix)
         log.info(
             "evaluated", episode_return=result["episode_return"], length=result["episode_length"]
         )
-        return EvalResult(
-            video_key=video_key,
-            trajectory_key=traj_key,
-            episode_return=float(result["episode_return"]),
-            env_return=float(result["env_return"]),
-            episode_length=int(result["episode_length"]),
-            terminated=bool(result["terminated"]),
+        return evaluated
+
+
+async def _upload_evaluation(
+    store: ArtifactStore, out: Path, result: dict[str, Any], prefix: str
+) -> EvalResult:
+    """An evaluation episode's trajectory and video (paths relative to `out`) uploaded under
+    the run's prefix; what the workflow gets of it."""
+    traj_key = await asyncio.to_thread(
+        store.put_file, prefix + result["trajectory"], out / result["trajectory"]
+    )
+    video_key = None
+    if result.get("video"):
+        video_key = await asyncio.to_thread(
+            store.put_file, prefix + result["video"], out / result["video"]
         )
+    return EvalResult(
+        video_key=video_key,
+        trajectory_key=traj_key,
+        episode_return=float(result["episode_return"]),
+        env_return=float(result["env_return"]),
+        episode_length=int(result["episode_length"]),
+        terminated=bool(result["terminated"]),
+    )
+
+
+async def _upload_folder(store: ArtifactStore, out: Path, name: str, prefix: str) -> str:
+    """Every file under out/name, under the same names below the run's prefix; the name."""
+    folder = out / name
+    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        if path.is_file():
+            key = prefix + path.relative_to(out).as_posix()
+            await asyncio.to_thread(store.put_file, key, path)
+    return name
 
 
 TRAIN_ACTIVITIES: list[Callable[..., Any]] = [

@@ -7,11 +7,16 @@ the episodes at the 10th percentile, median and 90th percentile of the return ar
 `p10|median|p90.npz` (the evaluation trajectory format) and `.mp4` (drawn from the recorded
 states, the first `video_frames` frames at `video_size` px: software rendering is the slow
 part). `returns.json` lists every episode.
+
+With `handoff`, the training child only saves the policy and leaves a marker
+(`handoff/pct_<p>.json`); the evaluator beside training (`side_eval.py`) plays and keeps the
+checkpoint on the other core while training goes on.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,17 +28,75 @@ from stable_baselines3.common.callbacks import BaseCallback
 from activities.training.checkpoints import save_policy
 from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import LoadedReward, Rewards
-from activities.training.rollout import (
-    Mp4Writer,
-    collect_many,
-    render_states,
-    save_trajectory,
-    video_stride,
-)
-from activities.training.sim import make_env, mujoco_env
+from activities.training.rollout import collect_many, save_trajectory
+from activities.training.sim import make_env
+from activities.training.video import render_video
 
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 PICKS = (("p10", 0.1), ("median", 0.5), ("p90", 0.9))
+HANDOFF = "handoff"  # the training child's folder of handed-over checkpoints (not uploaded)
+VIDEO_SIZE = 240
+VIDEO_FRAMES = 150
+
+
+def checkpoint_folder(out_dir: Path, pct: int) -> Path:
+    """Where the checkpoint at pct% of training keeps its policy, episodes and videos."""
+    return out_dir / "evals" / f"pct_{pct}"
+
+
+def keep_checkpoint(
+    folder: Path,
+    env_id: str,
+    reward: Rewards | LoadedReward,
+    act: Callable[[np.ndarray], np.ndarray],
+    *,
+    episodes: int,
+    max_steps: int | None,
+    fraction: float,
+    timesteps: int,
+    video_size: int = VIDEO_SIZE,
+    video_frames: int = VIDEO_FRAMES,
+) -> dict[str, Any]:
+    """Play a checkpoint's episodes and keep its picks and returns.json in `folder` (see the
+    module docstring); the returns.json summary."""
+    seeds = list(range(episodes))
+    envs = [make_env(env_id, reward) for _ in seeds]
+    try:
+        played = collect_many(envs, act, seeds, max_steps)
+    finally:
+        for env in envs:
+            env.close()
+    runs = sorted(
+        (
+            (stats["episode_return"], seed, arrays, stats)
+            for seed, (arrays, stats) in zip(seeds, played, strict=True)
+        ),
+        key=lambda r: r[0],
+    )
+    picked: dict[str, Any] = {}
+    for name, q in PICKS:
+        ret, seed, arrays, stats = runs[round(q * (len(runs) - 1))]
+        save_trajectory(folder / f"{name}.npz", arrays)
+        render_video(
+            env_id, seed, arrays, folder / f"{name}.mp4", size=video_size, max_frames=video_frames
+        )
+        picked[name] = {"seed": seed, "return": ret, "length": stats["episode_length"]}
+    summary = {
+        "fraction": fraction,
+        "timesteps": timesteps,
+        "returns": [r[0] for r in sorted(runs, key=lambda r: r[1])],
+        "picked": picked,
+    }
+    (folder / "returns.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def write_marker(path: Path, content: dict[str, Any]) -> None:
+    """A JSON file that appears whole or not at all (a reader polls for it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(content))
+    os.replace(partial, path)
 
 
 class EvalCheckpoints(BaseCallback):
@@ -50,8 +113,7 @@ class EvalCheckpoints(BaseCallback):
         *,
         episodes: int = 5,
         max_steps: int | None = None,
-        video_size: int = 240,
-        video_frames: int = 150,
+        handoff: bool = False,
     ) -> None:
         super().__init__()
         self.env_id = env_id
@@ -61,8 +123,7 @@ class EvalCheckpoints(BaseCallback):
         self.emit = emit
         self.episodes = episodes
         self.max_steps = max_steps
-        self.video_size = video_size
-        self.video_frames = video_frames
+        self.handoff = handoff
         self._todo = list(FRACTIONS)
         self.seconds = 0.0  # spent in checkpoints, inside training's wall time
 
@@ -93,44 +154,23 @@ class EvalCheckpoints(BaseCallback):
 
     def _play(self, fraction: float) -> None:
         pct = round(fraction * 100)
-        folder = self.out_dir / "evals" / f"pct_{pct}"
+        folder = checkpoint_folder(self.out_dir, pct)
         save_policy(self.model, folder)
+        timesteps = int(self.num_timesteps)
+        if self.handoff:
+            marker = {"pct": pct, "fraction": fraction, "timesteps": timesteps}
+            write_marker(self.out_dir / HANDOFF / f"pct_{pct}.json", marker)
+            self.emit({"event": "eval_handoff", "pct": pct, "timesteps": timesteps})
+            return
         act = deterministic_act(self.model, self.model.get_vec_normalize_env())
-        seeds = list(range(self.episodes))
-        envs = [make_env(self.env_id, self.reward) for _ in seeds]
-        try:
-            played = collect_many(envs, act, seeds, self.max_steps)
-        finally:
-            for env in envs:
-                env.close()
-        runs = sorted(
-            (
-                (stats["episode_return"], seed, arrays, stats)
-                for seed, (arrays, stats) in zip(seeds, played, strict=True)
-            ),
-            key=lambda r: r[0],
+        keep_checkpoint(
+            folder,
+            self.env_id,
+            self.reward,
+            act,
+            episodes=self.episodes,
+            max_steps=self.max_steps,
+            fraction=fraction,
+            timesteps=timesteps,
         )
-        picked: dict[str, Any] = {}
-        for name, q in PICKS:
-            ret, seed, arrays, stats = runs[round(q * (len(runs) - 1))]
-            save_trajectory(folder / f"{name}.npz", arrays)
-            self._video(arrays, seed, folder / f"{name}.mp4")
-            picked[name] = {"seed": seed, "return": ret, "length": stats["episode_length"]}
-        summary = {
-            "fraction": fraction,
-            "timesteps": int(self.num_timesteps),
-            "returns": [r[0] for r in sorted(runs, key=lambda r: r[1])],
-            "picked": picked,
-        }
-        (folder / "returns.json").write_text(json.dumps(summary, indent=2) + "\n")
-        self.emit({"event": "eval_checkpoint", "pct": pct, "timesteps": int(self.num_timesteps)})
-
-    def _video(self, arrays: dict[str, np.ndarray], seed: int, path: Path) -> None:
-        env = make_env(self.env_id, None, render_size=self.video_size)
-        stride, fps = video_stride(float(mujoco_env(env).dt))
-        writer = Mp4Writer(path, fps)
-        try:
-            render_states(env, seed, arrays, self.video_frames * stride, writer, stride)
-        finally:
-            env.close()
-            writer.close()
+        self.emit({"event": "eval_checkpoint", "pct": pct, "timesteps": timesteps})

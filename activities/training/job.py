@@ -28,6 +28,7 @@ VALIDATE = ChildJob(MODULE, "validate")
 TRAIN = ChildJob(MODULE, "train")
 EVALUATE = ChildJob(MODULE, "evaluate")
 VALIDATE_JUDGE = ChildJob(MODULE, "validate_judge")
+EVALUATE_BESIDE = ChildJob(MODULE, "evaluate_beside")
 
 
 def _rewards(req: ChildRequest, run: child.Run) -> Rewards:
@@ -77,6 +78,7 @@ def train_job(req: ChildRequest, out: Path) -> TrainJob:
         eval_every=req.eval_every,
         eval_checkpoint_episodes=req.eval_checkpoint_episodes,
         eval_max_steps=req.max_steps,
+        eval_handoff=req.eval_handoff,
     )
 
 
@@ -124,6 +126,13 @@ def _evaluate(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     return evaluate(eval_job(req, run.out), _rewards(req, run))
 
 
+def _evaluate_beside(req: ChildRequest, run: child.Run) -> dict[str, Any]:
+    from activities.training.side_eval import evaluate_beside
+
+    _one_torch_thread()
+    return evaluate_beside(req, _rewards(req, run), run.out, run.emit)
+
+
 def _validate_judge(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     from activities.sandbox.client import judge_all
     from activities.training.rollout import random_trajectory
@@ -160,6 +169,9 @@ MODES: dict[str, child.ModeSpec] = {
         unguarded_ok=True,
     ),
     "evaluate": child.ModeSpec(_evaluate, (*_ENV, *_POLICY), unguarded_ok=True),
+    "evaluate_beside": child.ModeSpec(
+        _evaluate_beside, (*_ENV, *_POLICY, "activities.training.side_eval")
+    ),
     "validate_judge": child.ModeSpec(_validate_judge, (*_ENV, *_POLICY), short=True),
 }
 

@@ -338,6 +338,7 @@ def run_outputs(job: TrainJob, reward: Rewards, emit: Emit, scalars: Path) -> li
                 emit,
                 episodes=job.eval_checkpoint_episodes,
                 max_steps=job.eval_max_steps,
+                handoff=job.eval_handoff,
             )
         )
     return out

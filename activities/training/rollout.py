@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import math
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import av
-import mujoco
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -19,48 +16,66 @@ from activities.training import policy_io
 from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import LoadedReward, Rewards
 from activities.training.run_spec import EvalJob
-from activities.training.sim import make_env, mujoco_env, scalar_info
+from activities.training.sim import make_env, scalar_info
+from activities.training.video import Mp4Writer, render_video, video_stride
 from workflows.contracts.keys import TRAJECTORY, VIDEO
 
-MAX_VIDEO_FPS = 30
-
-
-def video_stride(dt: float) -> tuple[int, int]:
-    """(render every n-th step, fps) so the video plays in real time at <= MAX_VIDEO_FPS."""
-    stride = max(1, math.ceil((1.0 / dt) / MAX_VIDEO_FPS))
-    return stride, max(1, round(1.0 / (dt * stride)))
+# Threads drawing the evaluation video: the core training used is free by then.
+RENDER_THREADS = 2
 
 
 def evaluate(job: EvalJob, reward: Rewards | LoadedReward) -> dict[str, Any]:
     """One deterministic episode of the trained policy under `reward`: trajectory .npz and
     (when asked) video in job.out_dir; the episode's figures."""
-    out_dir = job.out_dir
-    size = job.video_size if job.record_video else None
-    env = make_env(job.env_id, reward, job.env_kwargs, render_size=size)
-    # The raw env is stepped directly (raw obs for the trajectory); VecNormalize only normalises
-    # the policy's input with the statistics frozen at the end of training.
-    vecnorm = policy_io.load_vecnormalize(job.vecnormalize_path, DummyVecEnv([lambda: env]))
-    vecnorm.training = False
-    vecnorm.norm_reward = False
-    act = deterministic_act(load_model(job.algo, job.model_path), vecnorm)
-    stride, fps = video_stride(float(mujoco_env(env).dt))
-    video = out_dir / VIDEO
-    writer = Mp4Writer(video, fps) if job.record_video else None
+    arrays, stats = play_evaluation(job, reward)
+    frames = render_evaluation(job, arrays) if job.record_video else 0
+    return evaluation_figures(job, arrays, stats, frames)
+
+
+def play_evaluation(
+    job: EvalJob, reward: Rewards | LoadedReward
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Play the evaluation episode and save its trajectory; its arrays and stats."""
+    env = make_env(job.env_id, reward, job.env_kwargs)
     try:
-        arrays, stats = collect(env, act, job.seed, job.max_steps, writer, stride)
+        # The raw env is stepped directly (raw obs for the trajectory); VecNormalize only
+        # normalises the policy's input with the statistics frozen at the end of training.
+        vecnorm = policy_io.load_vecnormalize(job.vecnormalize_path, DummyVecEnv([lambda: env]))
+        vecnorm.training = False
+        vecnorm.norm_reward = False
+        act = deterministic_act(load_model(job.algo, job.model_path), vecnorm)
+        arrays, stats = collect(env, act, job.seed, job.max_steps)
     finally:
         env.close()
-        if writer is not None:
-            writer.close()
-    traj = out_dir / TRAJECTORY
+    traj = job.out_dir / TRAJECTORY
     traj.parent.mkdir(parents=True, exist_ok=True)
     save_trajectory(traj, arrays)
+    return arrays, stats
+
+
+def render_evaluation(job: EvalJob, arrays: dict[str, np.ndarray]) -> int:
+    """The evaluation episode's video, drawn from its states; the frames written."""
+    return render_video(
+        job.env_id,
+        job.seed,
+        arrays,
+        job.out_dir / VIDEO,
+        size=job.video_size,
+        env_kwargs=job.env_kwargs,
+        threads=RENDER_THREADS,
+    )
+
+
+def evaluation_figures(
+    job: EvalJob, arrays: dict[str, np.ndarray], stats: dict[str, Any], frames: int
+) -> dict[str, Any]:
+    """What the evaluate mode returns: the episode's figures and its files (relative)."""
     return {
         **stats,
-        "trajectory": str(traj.relative_to(out_dir)),
-        "video": str(video.relative_to(out_dir)) if writer is not None else None,
-        "fps": fps,
-        "frames": writer.frames if writer is not None else 0,
+        "trajectory": TRAJECTORY,
+        "video": VIDEO if job.record_video else None,
+        "fps": video_stride(float(arrays["meta_dt"]))[1],
+        "frames": frames,
     }
 
 
@@ -207,59 +222,3 @@ def collect_many(
                 obs[i] = step[0]
             live = still
     return [e.finish(sc) for e, sc in zip(episodes, scored, strict=True)]
-
-
-def render_states(
-    env: Any, seed: int, arrays: dict[str, np.ndarray], steps: int, writer: Mp4Writer, stride: int
-) -> None:
-    """The video of a recorded episode, drawn from its states (qpos, qvel after each step) on a
-    rendering env: the frames of re-playing it (to within the last physics substep, which
-    mj_step leaves undrawn), without running the policy or the reward again."""
-    env.reset(seed=seed)
-    writer.add(env.render())
-    sim = env.unwrapped
-    for t in range(min(steps, len(arrays["qpos"]))):
-        if (t + 1) % stride:
-            continue
-        sim.data.qpos[:] = arrays["qpos"][t]
-        sim.data.qvel[:] = arrays["qvel"][t]
-        mujoco.mj_forward(sim.model, sim.data)
-        writer.add(env.render())
-
-
-class Mp4Writer:
-    """H.264 mp4 written frame by frame: a 1000-step rollout never holds all frames in memory."""
-
-    def __init__(self, path: Path, fps: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.fps = fps
-        self.frames = 0
-        self._container: Any = None
-        self._stream: Any = None
-
-    def add(self, frame: np.ndarray) -> None:
-        """Encode one RGB frame (the first fixes the size, cropped to even sides)."""
-        if self._container is None:
-            h, w = frame.shape[:2]
-            self._container = av.open(str(self.path), mode="w")
-            self._stream = self._container.add_stream("libx264", rate=self.fps)
-            self._stream.width, self._stream.height = w - w % 2, h - h % 2  # yuv420p: even
-            self._stream.pix_fmt = "yuv420p"
-            self._stream.options = {"crf": "23", "preset": "veryfast"}
-        stream = self._stream
-        img = av.VideoFrame.from_ndarray(
-            np.ascontiguousarray(frame[: stream.height, : stream.width]), format="rgb24"
-        )
-        for packet in stream.encode(img):
-            self._container.mux(packet)
-        self.frames += 1
-
-    def close(self) -> None:
-        """Flush the encoder and finish the file (nothing was written without a frame)."""
-        if self._container is None:
-            return
-        for packet in self._stream.encode():
-            self._container.mux(packet)
-        self._container.close()
-        self._container = None

@@ -96,3 +96,25 @@ def test_the_split_separates_checkpoints_queueing_and_orchestration():
     # 130 s of wall, 117 s with an activity running, 5 s waiting for one: 8 s orchestration.
     assert split.stages["orchestration"] == pytest.approx(8.0)
     assert split.line().startswith("time split of 130 s: training 80 s (62%)")
+
+
+def test_evaluation_beside_training_counts_only_where_the_session_waited_for_it():
+    # The evaluator beside training worked 30 s, all but the last 6 s while training went on;
+    # handing the checkpoints over took training 1 s. No evaluate_policy: train carried it.
+    result = {
+        **TRAIN_RESULT,
+        "eval_checkpoint_seconds": 1.0,
+        "eval_wait_seconds": 6.0,
+        "eval_work_seconds": 30.0,
+    }
+    events = [
+        _event(1, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, 0.0),
+        *_activity(20, "train_policy", 1.0, 1.0, 101.0, result),
+        *_activity(40, "judge_rollout", 102.0, 102.0, 103.0),
+        _event(99, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, 104.0),
+    ]
+    split = split_of(events)
+    assert split.stages["training"] == pytest.approx(93.0)
+    assert split.stages["evaluation and rendering"] == pytest.approx(7.0)
+    assert split.beside_s == pytest.approx(30.0)
+    assert split.line().endswith("the evaluator beside training worked 30 s, mostly while it ran")

@@ -60,6 +60,18 @@ class ValidateResult(Contract):
     term_magnitudes: dict[str, float] = Field(default_factory=dict)
 
 
+class EvalResult(Contract):
+    """A deterministic evaluation episode of a trained policy: its video and trajectory keys, and
+    its returns (what evaluate_policy returns, and what train_policy carries when asked)."""
+
+    video_key: str | None
+    trajectory_key: str
+    episode_return: float
+    env_return: float
+    episode_length: int
+    terminated: bool
+
+
 class TrainRequest(Contract):
     """What train_policy takes: one training run of an iteration (reward, config, seed,
     timesteps, and the model to warm-start from, if any)."""
@@ -79,6 +91,10 @@ class TrainRequest(Contract):
     # Warm start: the model (and its VecNormalize) to start from instead of a fresh policy.
     init_model_key: str | None = None
     init_vecnormalize_key: str | None = None
+    # Also play the final deterministic evaluation episode (seed `seed`, at most
+    # eval_max_steps, with its video) beside training, and return it as `final_eval`: the
+    # workflow then needs no evaluate_policy call. Off for workflows recorded before it.
+    final_eval: bool = False
 
 
 class TrainResult(Contract):
@@ -93,13 +109,22 @@ class TrainResult(Contract):
     mean_env_return: float | None = None  # under the env's own reward, for reference
     term_means: dict[str, float] = Field(default_factory=dict)  # per-step mean of each term
     wall_seconds: float = 0.0
-    # Of wall_seconds, what the evaluation checkpoints (episodes and videos) took.
+    # Of wall_seconds, what the evaluation checkpoints took of training's own time (with an
+    # evaluator beside training: only handing each policy over to it).
     eval_checkpoint_seconds: float = 0.0
+    # After training ended, how long the activity waited for the evaluator beside it (the
+    # last checkpoint and the final evaluation): evaluation on the session's critical path.
+    eval_wait_seconds: float = 0.0
+    # Time the evaluator beside training spent working (episodes, videos), mostly while
+    # training went on.
+    eval_work_seconds: float = 0.0
     steps_per_second: float = 0.0
     # Training still improving at the end (last quarter's returns above the previous quarter's).
     still_improving: bool = False
     # The timestep counter this run resumed from after a worker died (None: ran in one go).
     resumed_from_timesteps: int | None = None
+    # The final evaluation episode, when the request asked for it (`final_eval`).
+    final_eval: EvalResult | None = None
 
 
 class TrainProgress(Contract):
@@ -124,14 +149,3 @@ class EvalRequest(Contract):
     max_steps: int | None = None
     record_video: bool = True
     algo: str = "ppo"
-
-
-class EvalResult(Contract):
-    """What evaluate_policy returns: the episode's video and trajectory keys, and its returns."""
-
-    video_key: str | None
-    trajectory_key: str
-    episode_return: float
-    env_return: float
-    episode_length: int
-    terminated: bool

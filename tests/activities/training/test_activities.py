@@ -6,6 +6,7 @@ import io
 import json
 import uuid
 
+import av
 import numpy as np
 import pytest
 from temporalio.exceptions import ApplicationError
@@ -46,6 +47,8 @@ async def test_validate_train_evaluate_through_s3(s3):
             env_id=ENV,
             reward_key=key,
             timesteps=2048,
+            eval_max_steps=10,
+            final_eval=True,
         ),
     )
     prefix = run_prefix(sid, 1, "c0_default_seed_0")
@@ -57,6 +60,18 @@ async def test_validate_train_evaluate_through_s3(s3):
     assert json.loads(store.get_text(prefix + "summary.json"))["env_id"] == ENV
     progress = [d[0] for d in heartbeats if d and isinstance(d[0], TrainProgress)]
     assert progress and max(p.timesteps for p in progress) >= 2048
+    # The evaluation checkpoint (one: training is a single rollout), kept beside training.
+    for name in ("returns.json", "median.npz", "median.mp4", "model.zip"):
+        assert store.exists(f"{prefix}evals/pct_100/{name}"), name
+    assert not store.list_keys(prefix + "handoff/")
+    # The final evaluation came with the result: its trajectory and a video of every step.
+    final = trained.final_eval
+    assert final is not None and final.episode_length == 10
+    assert final.trajectory_key == prefix + "trajectories/eval.npz"
+    assert final.video_key == prefix + "videos/eval.mp4"
+    with av.open(io.BytesIO(store.get_bytes(final.video_key))) as video:
+        assert sum(1 for _ in video.decode(video=0)) == 1 + 10
+    assert trained.eval_work_seconds > 0
 
     evaluated = await env.run(
         evaluate_policy,
@@ -71,6 +86,9 @@ async def test_validate_train_evaluate_through_s3(s3):
         ),
     )
     assert evaluated.video_key is None and evaluated.episode_length == 10
+    # evaluate_policy plays the same episode as the one train_policy carried.
+    assert evaluated.episode_return == pytest.approx(final.episode_return)
+    assert evaluated.env_return == pytest.approx(final.env_return)
     assert evaluated.trajectory_key == prefix + "trajectories/eval.npz"
     with np.load(io.BytesIO(store.get_bytes(evaluated.trajectory_key)), allow_pickle=False) as npz:
         assert npz["action"].shape == (10, 6)

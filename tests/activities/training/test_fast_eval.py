@@ -1,12 +1,14 @@
 """The evaluation's fast paths give what the slow ones gave: the direct deterministic policy call
-acts as SB3's predict, episodes played in lockstep are the episodes played one by one, and a
-video drawn from recorded states shows the episode that was played."""
+acts as SB3's predict, episodes played in lockstep are the episodes played one by one, a video
+drawn from recorded states (on two threads) shows the episode that was played, and MuJoCo's own
+renderer draws the pixels the env's render() draws."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import av
+import mujoco
 import numpy as np
 import pytest
 from stable_baselines3 import PPO, SAC
@@ -14,8 +16,9 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import load_reward
-from activities.training.rollout import Mp4Writer, collect, collect_many, render_states
-from activities.training.sim import make_env
+from activities.training.rollout import collect, collect_many
+from activities.training.sim import make_env, mujoco_env
+from activities.training.video import Mp4Writer, StateRenderer, render_video, video_stride
 from tests.activities.training.rewards import RUN_FORWARD
 
 ENV = "Hopper-v5"  # ends early when it falls: lockstep episodes of different lengths
@@ -77,16 +80,13 @@ def test_a_video_drawn_from_recorded_states_shows_the_played_episode(tmp_path: P
     model, venv = _policy(seed=5)
     act = deterministic_act(model, venv)
     env = make_env(ENV, load_reward(RUN_FORWARD, "reward.py"), render_size=64)
-    played = Mp4Writer(tmp_path / "played.mp4", 25)
-    arrays, _ = collect(env, act, 0, 40, played, stride=2)
+    stride, fps = video_stride(float(mujoco_env(env).dt))
+    played = Mp4Writer(tmp_path / "played.mp4", fps)
+    arrays, _ = collect(env, act, 0, 60, played, stride=stride)
     played.close()
     env.close()
-    render_env = make_env(ENV, None, render_size=64)
-    drawn = Mp4Writer(tmp_path / "drawn.mp4", 25)
-    render_states(render_env, 0, arrays, 40, drawn, 2)
-    drawn.close()
-    render_env.close()
-    assert drawn.frames == played.frames == 1 + len(arrays["qpos"]) // 2
+    drawn = render_video(ENV, 0, arrays, tmp_path / "drawn.mp4", size=64, threads=2)
+    assert drawn == played.frames == 1 + len(arrays["qpos"]) // stride
 
     def frames(path: Path) -> np.ndarray:
         with av.open(str(path)) as c:
@@ -94,5 +94,27 @@ def test_a_video_drawn_from_recorded_states_shows_the_played_episode(tmp_path: P
 
     a, b = frames(tmp_path / "played.mp4").astype(float), frames(tmp_path / "drawn.mp4")
     assert a.std() > 5  # not a blank video
-    # The same scene frame by frame, up to the one physics substep mj_step leaves undrawn.
-    assert np.abs(a - b).mean() < 2.0  # 0.3 measured; another episode order reads 6.5
+    # The same scene frame by frame (in order), up to the one physics substep mj_step leaves
+    # undrawn.
+    assert np.abs(a - b).mean() < 2.0
+    assert np.abs(a - b[::-1]).mean() > 2.0
+
+
+def test_mujocos_renderer_draws_what_the_env_renders():
+    env = make_env("HalfCheetah-v5", None, render_size=96)
+    env.reset(seed=0)
+    states = []
+    for t in range(20):
+        env.step(np.sin(t / 3 + np.arange(6)))
+        states.append((env.unwrapped.data.qpos.copy(), env.unwrapped.data.qvel.copy()))
+    sim = mujoco_env(env)
+    mujoco.mj_forward(sim.model, sim.data)  # the state itself, as StateRenderer draws it
+    seen = np.asarray(env.render()).copy()
+    env.close()
+    # Drawn after the env is gone: each renderer's GL context is current on its own.
+    renderer = StateRenderer("HalfCheetah-v5", 96, seed=0)
+    try:
+        drawn = renderer.frame(*states[-1])
+    finally:
+        renderer.close()
+    assert drawn.std() > 5 and np.array_equal(drawn, seen)
