@@ -33,8 +33,9 @@ def pool_activities(pool: str) -> list[Callable[..., Any]]:
         return list(LLM_ACTIVITIES)
     if pool == "train":
         from activities.training.activities import TRAIN_ACTIVITIES
+        from activities.training.batch_activity import train_batch
 
-        return list(TRAIN_ACTIVITIES)
+        return [*TRAIN_ACTIVITIES, train_batch]
     from activities.benchmarks import store_benchmark
     from activities.judging.activities import JUDGE_ACTIVITIES
     from activities.lessons import record_lesson

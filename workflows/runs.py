@@ -13,10 +13,19 @@ with workflow.unsafe.imports_passed_through():
     from workflows.contracts import keys
     from workflows.contracts.judging import Judgment
     from workflows.contracts.llm import SynthesisRequest, VlmJudgeRequest
-    from workflows.contracts.session import IterationEvidence, IterationRecord, RunRecord
-    from workflows.contracts.training import RewardArtifact, TrainResult
+    from workflows.contracts.session import (
+        IterationEvidence,
+        IterationRecord,
+        RunRecord,
+        RunResult,
+    )
+    from workflows.contracts.training import BatchMemberRef, RewardArtifact, TrainResult
     from workflows.steps import Steps
     from workflows.synthesis import disagree, synthesize
+
+
+# Several runs of one seed trained in one process (train_batch) instead of one each.
+BATCH_PATCH = "batched-training"
 
 
 async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> IterationRecord:
@@ -33,9 +42,25 @@ async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> Iterat
         for config in state.configs
         for seed in range(inp.seeds)
     ]
-    runs = await asyncio.gather(
-        *(_one_run(steps, k, rewards[k], seed, config, init) for k, config, seed in runs_to_do)
+    per_seed = len(rewards) * len(state.configs)
+    # Several runs per seed train together in one process per batch shape (PPO only, and not
+    # in warm-start sessions, whose runs each load a model). Checked before patched():
+    # histories recorded without batching never reach the marker.
+    batched = (
+        per_seed > 1 and inp.algo == "ppo" and not inp.warm_start and workflow.patched(BATCH_PATCH)
     )
+    if batched:
+        trained = await _train_batches(steps, rewards, runs_to_do)
+        runs = await asyncio.gather(
+            *(
+                _evaluate_and_judge(steps, k, rewards[k], seed, config, trained[(k, config, seed)])
+                for k, config, seed in runs_to_do
+            )
+        )
+    else:
+        runs = await asyncio.gather(
+            *(_one_run(steps, k, rewards[k], seed, config, init) for k, config, seed in runs_to_do)
+        )
     groups: dict[tuple[int, str], list[tuple[RunRecord, TrainResult, Judgment]]] = {}
     for (k, config, _), run in zip(runs_to_do, runs, strict=True):
         groups.setdefault((k, config), []).append(run)
@@ -78,6 +103,19 @@ async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> Iterat
         runs=len(runs),
         candidate=candidate,
         candidates=len(rewards),
+        run_results=[
+            RunResult(
+                candidate=k,
+                config=config,
+                seed=seed,
+                mean_return=run[1].mean_episode_return,
+                mean_env_return=run[1].mean_env_return,
+                score=run[2].score,
+                passed=run[2].passed,
+            )
+            for (k, config, seed), run in zip(runs_to_do, runs, strict=True)
+        ],
+        batched=batched,
         config=config,
     )
 
@@ -96,6 +134,40 @@ async def _one_run(
     trained = await steps.train(
         state.iteration, run_name, reward, state.timesteps, seed, config, init
     )
+    return await _evaluate_and_judge(steps, candidate, reward, seed, config, trained)
+
+
+async def _train_batches(
+    steps: Steps, rewards: list[RewardArtifact], runs_to_do: list[tuple[int, str, int]]
+) -> dict[tuple[int, str, int], TrainResult]:
+    """Each seed's runs trained together (one train_batch per seed, at once)."""
+    state = steps.state
+    seeds = sorted({seed for _, _, seed in runs_to_do})
+
+    async def one_seed(seed: int) -> list[tuple[tuple[int, str, int], TrainResult]]:
+        todo = [(k, c, s) for k, c, s in runs_to_do if s == seed]
+        members = [
+            BatchMemberRef(run_name=keys.run_name(k, c, s), reward_key=rewards[k].key, config=c)
+            for k, c, s in todo
+        ]
+        results = await steps.train_batch(state.iteration, members, state.timesteps, seed)
+        return list(zip(todo, results, strict=True))
+
+    done = await asyncio.gather(*(one_seed(seed) for seed in seeds))
+    return {run: result for pairs in done for run, result in pairs}
+
+
+async def _evaluate_and_judge(
+    steps: Steps,
+    candidate: int,
+    reward: RewardArtifact,
+    seed: int,
+    config: str,
+    trained: TrainResult,
+) -> tuple[RunRecord, TrainResult, Judgment]:
+    """A trained run evaluated, then judged from the trajectory (and the video, when on)."""
+    state = steps.state
+    run_name = keys.run_name(candidate, config, seed)
     state.stage("evaluating", timesteps_done=trained.timesteps_done)
     evaluated = await steps.evaluate(reward, trained, seed)
     state.stage("judging")

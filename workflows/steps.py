@@ -43,9 +43,11 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.contracts.training import (
         CONFIG_NAMES,
+        BatchMemberRef,
         EvalRequest,
         EvalResult,
         RewardArtifact,
+        TrainBatchRequest,
         TrainRequest,
         TrainResult,
         ValidateJudgeRequest,
@@ -399,6 +401,34 @@ class Steps:
         )
         self.accounting.training(trained.wall_seconds)
         return trained
+
+    async def train_batch(
+        self, iteration: int, members: list[BatchMemberRef], timesteps: int, seed: int
+    ) -> list[TrainResult]:
+        """An iteration's runs of one seed trained together (train_batch); their results in
+        the members' order."""
+        configs = max(self.inp.configs, *(CONFIG_NAMES.index(m.config) + 1 for m in members))
+        batch = await self.call(
+            act.TRAIN_BATCH,
+            TrainBatchRequest(
+                session_id=self.session_id,
+                iteration=iteration,
+                batch_name=keys.batch_name(seed),
+                env_id=self.inp.env_id,
+                members=members,
+                timesteps=timesteps,
+                seed=seed,
+                configs=configs,
+                eval_max_steps=self.inp.eval_max_steps,
+            ),
+            summary=f"train {len(members)} runs of seed {seed} together: {timesteps:,} steps each",
+            # The heartbeat notices a dead worker; the retry resumes every group's checkpoint.
+            deadline=timeouts.train(timesteps * len(members)),
+            retry=TRAIN_RETRY,
+        )
+        for trained in batch.results:
+            self.accounting.training(trained.wall_seconds / len(batch.results))
+        return batch.results
 
     async def evaluate(self, reward: RewardArtifact, trained: TrainResult, seed: int) -> EvalResult:
         """The run's deterministic evaluation episode: the one train_policy played beside

@@ -26,7 +26,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -56,6 +56,8 @@ class Run:
     out: Path
     emit: Emit
     box: SandboxClient | None
+    # train_batch: one sandbox per member, in the request's order (box is the first).
+    boxes: list[SandboxClient] = field(default_factory=list)
 
     def sandbox(self) -> SandboxClient:
         """The run's sandbox; an error in the one case without (a mode that allows unguarded
@@ -114,14 +116,23 @@ def _preload(spec: ModeSpec) -> None:
         importlib.import_module(name)
 
 
-def _start_sandbox(spec: ModeSpec, req: ChildRequest) -> SandboxClient | None:
-    """The sandbox process for this run's generated code (None for the benchmark's baseline);
-    SandboxUnavailable when a required layer is missing."""
+def _start_sandboxes(spec: ModeSpec, req: ChildRequest) -> list[SandboxClient]:
+    """The sandbox processes for this run's generated code: one, or one per batch member
+    (none for the benchmark's baseline); SandboxUnavailable when a required layer is
+    missing, after closing the ones already started."""
     if req.unguarded and spec.unguarded_ok:
-        return None
+        return []
     from activities.sandbox.client import SandboxClient
 
-    return SandboxClient(cpu_s=SHORT_MODE_SANDBOX_CPU_S if spec.short else 0)
+    boxes: list[SandboxClient] = []
+    try:
+        for _ in range(max(1, len(req.members))):
+            boxes.append(SandboxClient(cpu_s=SHORT_MODE_SANDBOX_CPU_S if spec.short else 0))
+    except BaseException:
+        for box in boxes:
+            box.close()
+        raise
+    return boxes
 
 
 def main(prog: str, modes: Mapping[str, ModeSpec], argv: list[str] | None = None) -> int:
@@ -153,16 +164,19 @@ def main(prog: str, modes: Mapping[str, ModeSpec], argv: list[str] | None = None
     mark_not_dumpable()
     req = ChildRequest.model_validate_json(args.request.read_text())
     box: SandboxClient | None = None
+    boxes: list[SandboxClient] = []
     t0 = time.monotonic()
     try:
         # Started first: the sandbox imports numpy while this process imports torch.
-        box = _start_sandbox(spec, req)
+        boxes = _start_sandboxes(spec, req)
+        box = boxes[0] if boxes else None
         _preload(spec)
         confine(short=spec.short)
         try:
-            result = spec.handler(req, Run(args.mode, args.out, emit, box))
+            result = spec.handler(req, Run(args.mode, args.out, emit, box, boxes))
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure becomes one line
-            reward_msg = code_error(exc, (req.reward_filename, req.judge_filename))
+            members = tuple(m.reward_filename for m in req.members)
+            reward_msg = code_error(exc, (req.reward_filename, req.judge_filename, *members))
             if reward_msg is None:
                 traceback.print_exc()
             return fail(
@@ -171,8 +185,8 @@ def main(prog: str, modes: Mapping[str, ModeSpec], argv: list[str] | None = None
     except SandboxUnavailable as exc:
         return fail(one_line(str(exc)), False, sandbox_unavailable=True)
     finally:
-        if box is not None:
-            box.close()
+        for opened in boxes:
+            opened.close()
     sandbox = box.applied if box is not None else ["none: in-process benchmark baseline"]
     result = {"ok": True, "mode": args.mode, **result, "sandbox": sandbox}
     if box is not None and box.missing:

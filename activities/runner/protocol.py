@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Mode = Literal["validate", "train", "evaluate", "evaluate_beside", "validate_judge", "judge"]
+Mode = Literal[
+    "validate", "train", "train_batch", "evaluate", "evaluate_beside", "validate_judge", "judge"
+]
 RESULT_FILE = "result.json"
 DEFAULT_REWARD_FILENAME = "reward_fn.py"
 DEFAULT_JUDGE_FILENAME = "judge_fn.py"
@@ -29,6 +31,17 @@ class ChildJob:
 
     module: str
     mode: Mode
+
+
+class BatchMember(BaseModel):
+    """One candidate of a batched training run (train_batch): its reward and PPO settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str  # the run's name, e.g. "c1_default_seed_0": its outputs go to <out>/<name>/
+    reward_source: str
+    reward_filename: str = DEFAULT_REWARD_FILENAME
+    ppo: dict[str, Any] = Field(default_factory=dict)
 
 
 class ChildRequest(BaseModel):
@@ -71,6 +84,8 @@ class ChildRequest(BaseModel):
     # train: budget, PPO settings over the env's preset (see presets.py), progress cadence.
     timesteps: int = 0
     ppo: dict[str, Any] = Field(default_factory=dict)
+    # train_batch: the candidates trained together (each in a sandbox of its own).
+    members: list[BatchMember] = Field(default_factory=list)
     progress_interval_s: float = 2.0
     # Checkpoint every this many timesteps (0: never); resume from a checkpoint folder.
     checkpoint_every: int = 0

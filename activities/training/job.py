@@ -3,7 +3,8 @@ code tried on a random episode.
 
     python -m activities.training.job MODE --request REQ.json --out DIR
 
-MODE: validate, train, evaluate (reward code), validate_judge (judge code, on an episode scored
+MODE: validate, train, train_batch (several reward candidates trained together), evaluate
+(reward code), validate_judge (judge code, on an episode scored
 by the session's reward). The harness (`activities.runner.child`) does the rest: the sandbox
 process for the generated code, the confinement, result.json. Supervisors start a mode by its
 `ChildJob` (`VALIDATE`, `TRAIN`, `EVALUATE`, `VALIDATE_JUDGE`); importing this module for them
@@ -29,6 +30,7 @@ TRAIN = ChildJob(MODULE, "train")
 EVALUATE = ChildJob(MODULE, "evaluate")
 VALIDATE_JUDGE = ChildJob(MODULE, "validate_judge")
 EVALUATE_BESIDE = ChildJob(MODULE, "evaluate_beside")
+TRAIN_BATCH = ChildJob(MODULE, "train_batch")
 
 
 def _rewards(req: ChildRequest, run: child.Run) -> Rewards:
@@ -119,6 +121,13 @@ def _train(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     return ppo.train(job, reward, run.emit)
 
 
+def _train_batch(req: ChildRequest, run: child.Run) -> dict[str, Any]:
+    from activities.training.batched.run import train_batch
+
+    _one_torch_thread()
+    return train_batch(req, run.boxes, run.out, run.emit)
+
+
 def _evaluate(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     from activities.training.rollout import evaluate
 
@@ -167,6 +176,10 @@ MODES: dict[str, child.ModeSpec] = {
             "tensorboardX",
         ),
         unguarded_ok=True,
+    ),
+    "train_batch": child.ModeSpec(
+        _train_batch,
+        (*_ENV, *_POLICY, "activities.training.ppo", "activities.training.batched.run"),
     ),
     "evaluate": child.ModeSpec(_evaluate, (*_ENV, *_POLICY), unguarded_ok=True),
     "evaluate_beside": child.ModeSpec(

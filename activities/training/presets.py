@@ -89,6 +89,27 @@ class PPOPreset:
 
 DEFAULT = PPOPreset()
 
+# Settings every candidate of one batched training shares (activities/training/batched): they
+# fix the arrays' shapes and the loop. Candidates that differ in one train in separate batches.
+SHAPE_FIELDS = (
+    "n_envs",
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "net_arch",
+    "activation",
+    "ortho_init",
+    "norm_obs",
+    "norm_reward",
+    "clip_obs",
+)
+
+
+def batch_key(preset: PPOPreset) -> tuple[Any, ...]:
+    """What decides which batch a candidate trains in: its SHAPE_FIELDS values."""
+    return tuple(getattr(preset, name) for name in SHAPE_FIELDS)
+
+
 # The fast preset: 16 envs amortise the per-step policy forward (about 1 ms a call on one core,
 # the largest cost of a rollout after physics), 2048 samples and 20 minibatch steps per update
 # keep the update cheap, and a 256x256 ReLU net with lr 1e-3 decaying linearly to 0 learns fast

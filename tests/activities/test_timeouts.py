@@ -19,7 +19,13 @@ from workflows import steps
 from workflows.contracts import timeouts
 from workflows.contracts.activities import ALL
 
-HEARTBEATING = {"validate_reward", "validate_judge", "train_policy", "evaluate_policy"}
+HEARTBEATING = {
+    "validate_reward",
+    "validate_judge",
+    "train_policy",
+    "train_batch",
+    "evaluate_policy",
+}
 RUNS = (0, 1_000, 200_000, 5_000_000)  # timesteps of a training run
 
 
@@ -28,7 +34,7 @@ def _s(value: float) -> timedelta:
 
 
 def test_every_activity_has_deadlines_and_an_inner_budget_inside_them():
-    assert {ref.name for ref in ALL} == {*timeouts.FIXED, "train_policy"}
+    assert {ref.name for ref in ALL} == {*timeouts.FIXED, "train_policy", "train_batch"}
     for ref in ALL:
         for timesteps in RUNS:
             deadline = timeouts.for_activity(ref.name, timesteps)
@@ -40,7 +46,9 @@ def test_the_activities_that_heartbeat_are_the_ones_the_table_gives_a_heartbeat_
     from activities.llm.activities import LLM_ACTIVITIES
 
     beating = set()
-    for fn in (*training.TRAIN_ACTIVITIES, *JUDGE_ACTIVITIES, *LLM_ACTIVITIES):
+    from activities.training.batch_activity import train_batch
+
+    for fn in (*training.TRAIN_ACTIVITIES, train_batch, *JUDGE_ACTIVITIES, *LLM_ACTIVITIES):
         source = inspect.getsource(fn)
         if "_heartbeating(" in source or "activity.heartbeat(" in source:
             beating.add(fn.__temporal_activity_definition.name)  # type: ignore[attr-defined]

@@ -59,6 +59,8 @@ from workflows.contracts.training import (
     EvalRequest,
     EvalResult,
     RewardArtifact,
+    TrainBatchRequest,
+    TrainBatchResult,
     TrainRequest,
     TrainResult,
     ValidateJudgeRequest,
@@ -291,6 +293,25 @@ class Script:
                 wall_seconds=60.0,
             )
 
+        @activity.defn(name="train_batch")
+        async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
+            script.log("train_batch", req)
+            results = []
+            for i, m in enumerate(req.members):
+                prefix = layout.run_prefix(req.session_id, req.iteration, m.run_name)
+                results.append(
+                    TrainResult(
+                        run_prefix=prefix,
+                        model_key=prefix + layout.MODEL,
+                        vecnormalize_key=prefix + layout.VECNORMALIZE,
+                        timesteps_done=req.timesteps,
+                        mean_episode_return=10.0 + i,
+                        term_means={"forward": 1.0, "ctrl": -0.5},
+                        wall_seconds=60.0,
+                    )
+                )
+            return TrainBatchResult(results=results)
+
         @activity.defn(name="evaluate_policy")
         async def evaluate_policy(req: EvalRequest) -> EvalResult:
             script.log("evaluate_policy", req)
@@ -331,7 +352,7 @@ class Script:
                 synthesize_judgment,
                 ask_video,
             ],
-            "train": [validate_reward, validate_judge, train_policy, evaluate_policy],
+            "train": [validate_reward, validate_judge, train_policy, train_batch, evaluate_policy],
             "judge": [judge_rollout, session_tool],
         }
 
@@ -584,15 +605,24 @@ async def test_candidates_train_side_by_side_and_the_best_mean_wins(temporal_env
         pass_threshold=0.95,
         llm_model="gemini-2.5-pro",
     )
-    assert sorted(t.run_name for t in script.calls["train_policy"]) == [
-        "c0_default_seed_0",
-        "c0_default_seed_1",
-        "c1_default_seed_0",
-        "c1_default_seed_1",
+    # Each seed's two candidates train together: one train_batch per seed, no train_policy.
+    assert "train_policy" not in script.calls
+    batches = sorted(script.calls["train_batch"], key=lambda b: b.seed)
+    assert [b.batch_name for b in batches] == ["batch_seed_0", "batch_seed_1"]
+    assert [[m.run_name for m in b.members] for b in batches] == [
+        ["c0_default_seed_0", "c1_default_seed_0"],
+        ["c0_default_seed_1", "c1_default_seed_1"],
     ]
     assert len(script.calls["author_reward"]) == 2
     record = result.iterations[0]
-    assert record.candidates == 2 and record.runs == 4
+    assert record.candidates == 2 and record.runs == 4 and record.batched
+    # The record lists every run: its candidate, seed, training return and score.
+    by_run = {(r.candidate, r.seed): r for r in record.run_results}
+    assert set(by_run) == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    assert by_run[(1, 0)].mean_return == 11.0 and by_run[(0, 0)].mean_return == 10.0
+    assert len({r.score for r in record.run_results}) == 4
+    winner = [r.score for r in record.run_results if r.candidate == record.candidate]
+    assert record.score == max(winner)
 
 
 async def test_llm_spend_cap_ends_the_session_keeping_the_best_policy(temporal_env, queue_prefix):

@@ -46,6 +46,8 @@ from workflows.contracts.tools import AskVideoRequest, ToolOutcome, ToolRequest
 from workflows.contracts.training import (
     EvalRequest,
     EvalResult,
+    TrainBatchRequest,
+    TrainBatchResult,
     TrainRequest,
     TrainResult,
     ValidateJudgeRequest,
@@ -167,6 +169,13 @@ VALIDATE_JUDGE = ActivityRef(
 TRAIN_POLICY = ActivityRef(
     "train_policy", "train", TrainRequest, TrainResult, "train a policy on the reward"
 )
+TRAIN_BATCH = ActivityRef(
+    "train_batch",
+    "train",
+    TrainBatchRequest,
+    TrainBatchResult,
+    "train reward candidates together, one process per batch shape",
+)
 EVALUATE_POLICY = ActivityRef(
     "evaluate_policy", "train", EvalRequest, EvalResult, "deterministic evaluation episode"
 )
@@ -205,6 +214,7 @@ ALL: tuple[ActivityRef, ...] = (
     VALIDATE_REWARD,
     VALIDATE_JUDGE,
     TRAIN_POLICY,
+    TRAIN_BATCH,
     EVALUATE_POLICY,
     JUDGE_ROLLOUT,
     SESSION_TOOL,

@@ -53,6 +53,11 @@ def run_name(candidate: int, config: str, seed: int) -> str:
     return f"c{candidate}_{config}_seed_{seed}"
 
 
+def batch_name(seed: int) -> str:
+    """batch_seed_<seed>: the runs of one seed trained together (their checkpoints' folder)."""
+    return f"batch_seed_{seed}"
+
+
 def run_prefix(session_id: str, iteration: int, run_name: str) -> str:
     """sessions/<sid>/iter_<n>/<run_name>/: the folder of one training run's files."""
     return f"{iteration_prefix(session_id, iteration)}{run_name}/"

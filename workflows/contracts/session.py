@@ -167,6 +167,18 @@ class RunRecord(Contract):
     passed: bool
 
 
+class RunResult(Contract):
+    """One run of an iteration, as its record lists it."""
+
+    candidate: int
+    config: str
+    seed: int
+    mean_return: float | None = None  # under the candidate's reward, at the end of training
+    mean_env_return: float | None = None
+    score: float
+    passed: bool
+
+
 class IterationRecord(Contract):
     """What one iteration left behind: its winning reward, score, diagnosis and best run,
     and how the reviser got there."""
@@ -196,6 +208,9 @@ class IterationRecord(Contract):
     based_on: int | None = None
     tools_used: list[str] = Field(default_factory=list)
     feedback: list[str] = Field(default_factory=list)
+    # Every run of the iteration (candidate x config x seed): its training return and score.
+    run_results: list[RunResult] = Field(default_factory=list)
+    batched: bool = False  # the runs of each seed trained together in one process
 
 
 class IterationEvidence(Contract):

@@ -80,5 +80,6 @@ FIXED: dict[str, Deadline] = {
 
 
 def for_activity(name: str, timesteps: int = 0) -> Deadline:
-    """The deadlines of the activity named `name` (training: of a run of `timesteps`)."""
-    return train(timesteps) if name == "train_policy" else FIXED[name]
+    """The deadlines of the activity named `name` (training: of `timesteps` steps in all, a
+    batch's members' together)."""
+    return train(timesteps) if name in ("train_policy", "train_batch") else FIXED[name]

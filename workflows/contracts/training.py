@@ -137,6 +137,43 @@ class TrainProgress(Contract):
     checkpoint_timesteps: int | None = None
 
 
+class BatchMemberRef(Contract):
+    """One run of a batched training: its name, reward and hyperparameter config."""
+
+    run_name: str
+    reward_key: str
+    config: str = "default"
+
+
+class TrainBatchRequest(Contract):
+    """What train_batch takes: the runs of one iteration and seed (candidates x configs),
+    trained together in one process per batch shape instead of one process per run."""
+
+    session_id: str
+    iteration: int
+    batch_name: str  # e.g. "batch_seed_0": its checkpoints live under this run prefix
+    env_id: str
+    members: list[BatchMemberRef]
+    timesteps: int  # per member
+    seed: int = 0
+    configs: int = 1
+    eval_max_steps: int | None = None
+
+
+class TrainBatchResult(Contract):
+    """What train_batch returns: each member's TrainResult, in the request's order."""
+
+    results: list[TrainResult]
+    groups: int = 1  # processes (one per batch shape)
+    steps_per_second: float = 0.0  # all members' steps over the activity's training wall
+
+
+class BatchProgress(Contract):
+    """Heartbeat details of train_batch: each group's progress (what a retry resumes from)."""
+
+    groups: dict[str, TrainProgress] = Field(default_factory=dict)
+
+
 class EvalRequest(Contract):
     """What evaluate_policy takes: a trained run's model, for one deterministic episode."""
 

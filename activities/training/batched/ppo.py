@@ -25,22 +25,9 @@ import torch
 from activities.training.batched.envs import BatchEnvs, Transitions
 from activities.training.batched.normalize import StackedNormalizer
 from activities.training.batched.policy import StackedActorCritic
-from activities.training.presets import PPOPreset
+from activities.training.presets import SHAPE_FIELDS, PPOPreset
 from activities.training.reward_runtime import ColumnRewards
 
-# Settings every candidate of one batch shares: they fix the arrays' shapes and the loop.
-SHAPE_FIELDS = (
-    "n_envs",
-    "n_steps",
-    "batch_size",
-    "n_epochs",
-    "net_arch",
-    "activation",
-    "ortho_init",
-    "norm_obs",
-    "norm_reward",
-    "clip_obs",
-)
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-5  # SB3's for PPO
 

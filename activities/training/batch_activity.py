@@ -1,0 +1,200 @@
+"""The train pool's batched training: an iteration's runs of one seed trained together.
+
+`train_batch` groups its members (candidates x configs) by batch shape (presets.batch_key),
+runs one training child per group at once (`job.TRAIN_BATCH`: one process per group, each
+member's reward in its own sandbox), and heartbeats every group's progress. Checkpoints go to
+S3 under the batch's prefix, one folder per group; a retried attempt (its worker was killed)
+resumes each group from the checkpoint its last heartbeat named. Each member's model,
+normalisation, scalars and summary are uploaded under its own run prefix, the files
+`train_policy` writes, so evaluation and judging take it from there unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.artifacts import ArtifactStore
+from activities.logs import activity_logger
+from activities.runner.protocol import BatchMember, ChildFailed, ChildRequest
+from activities.runner.supervisor import run_child
+from activities.training import job
+from activities.training.activities import (
+    TRAIN_STALL_S,
+    _download,
+    _failure,
+    _filename,
+    _get_text,
+    _heartbeating,
+    checkpoint_every,
+    train_timeout_s,
+)
+from activities.training.batched.state import STATE_FILES
+from activities.training.presets import batch_key, config_variants, preset_for
+from workflows.contracts.activities import TRAIN_BATCH, implements
+from workflows.contracts.keys import MODEL, TRAIN_OUTPUTS, VECNORMALIZE, checkpoint_key, run_prefix
+from workflows.contracts.training import (
+    BatchMemberRef,
+    BatchProgress,
+    TrainBatchRequest,
+    TrainBatchResult,
+    TrainProgress,
+    TrainResult,
+)
+
+
+def _overrides(req: TrainBatchRequest) -> dict[str, dict[str, Any]]:
+    try:
+        variants = dict(config_variants(req.env_id, req.configs))
+    except ValueError as exc:
+        raise ApplicationError(str(exc), type="InvalidInput", non_retryable=True) from None
+    for m in req.members:
+        if m.config not in variants:
+            raise ApplicationError(
+                f"config: unknown config {m.config!r}; one of {sorted(variants)}",
+                type="InvalidInput",
+                non_retryable=True,
+            )
+    return variants
+
+
+def groups_of(req: TrainBatchRequest) -> list[list[BatchMemberRef]]:
+    """The members split by batch shape, in first-seen order."""
+    variants = _overrides(req)
+    groups: dict[tuple[Any, ...], list[BatchMemberRef]] = {}
+    for m in req.members:
+        groups.setdefault(batch_key(preset_for(req.env_id, variants[m.config])), []).append(m)
+    return list(groups.values())
+
+
+def _resume_points() -> dict[str, TrainProgress]:
+    """Each group's checkpoint from an earlier attempt's last heartbeat (none: start over)."""
+    details = activity.info().heartbeat_details
+    if not details:
+        return {}
+    try:
+        raw = details[0]
+        progress = raw if isinstance(raw, BatchProgress) else BatchProgress.model_validate(raw)
+    except Exception:  # noqa: BLE001 - an unreadable heartbeat means starting over
+        return {}
+    return {name: p for name, p in progress.groups.items() if p.checkpoint_key}
+
+
+@implements(TRAIN_BATCH)
+async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
+    """Train the members together (see the module docstring); each member's TrainResult."""
+    log = activity_logger(req.iteration, env_id=req.env_id, run=req.batch_name)
+    store = ArtifactStore()
+    variants = _overrides(req)
+    groups = groups_of(req)
+    batch_prefix = run_prefix(req.session_id, req.iteration, req.batch_name)
+    resume = _resume_points()
+    progress = BatchProgress(
+        groups={
+            f"g{i}": resume.get(f"g{i}") or TrainProgress(timesteps=0) for i in range(len(groups))
+        }
+    )
+    sources = {m.reward_key: await _get_text(store, m.reward_key) for m in req.members}
+    results: dict[str, TrainResult] = {}
+    t0 = time.monotonic()
+
+    async def one(i: int, members: list[BatchMemberRef], tmp: Path) -> None:
+        name = f"g{i}"
+        out = tmp / name / "out"
+        child = ChildRequest(
+            env_id=req.env_id,
+            timesteps=req.timesteps,
+            seed=req.seed,
+            checkpoint_every=checkpoint_every(req.timesteps),
+            max_steps=req.eval_max_steps,
+            members=[
+                BatchMember(
+                    name=m.run_name,
+                    reward_source=sources[m.reward_key],
+                    reward_filename=_filename(m.reward_key),
+                    ppo=variants[m.config],
+                )
+                for m in members
+            ],
+        )
+        prefix = f"{batch_prefix}{name}/"
+        point = resume.get(name)
+        if point is not None and point.checkpoint_key:
+            local = tmp / name / "resume"
+            for file in STATE_FILES:
+                await _download(store, point.checkpoint_key + file, local / file)
+            child = child.model_copy(update={"resume_dir": str(local)})
+            log.info("resuming", group=name, timesteps=point.checkpoint_timesteps)
+
+        async def on_event(event: dict[str, Any]) -> None:
+            kind = event.get("event")
+            current = progress.groups[name]
+            if kind == "progress":
+                progress.groups[name] = current.model_copy(
+                    update={
+                        "timesteps": int(event["timesteps"]),
+                        "mean_return": event.get("mean_return"),
+                    }
+                )
+                activity.heartbeat(progress)
+            elif kind == "checkpoint":
+                # Upload first, then heartbeat its key: a retry only sees complete checkpoints.
+                folder = out / event["dir"]
+                key = checkpoint_key(prefix, event["timesteps"])
+                for file in STATE_FILES:
+                    await asyncio.to_thread(store.put_file, key + file, folder / file)
+                progress.groups[name] = current.model_copy(
+                    update={"checkpoint_key": key, "checkpoint_timesteps": event["timesteps"]}
+                )
+                activity.heartbeat(progress)
+
+        try:
+            summary = await run_child(
+                job.TRAIN_BATCH,
+                child,
+                out,
+                on_event,
+                timeout_s=train_timeout_s(req.timesteps * len(members)),
+                stall_s=TRAIN_STALL_S,
+            )
+        except ChildFailed as exc:
+            log.warning("batch training failed", error=exc.message, reward_fault=exc.reward_fault)
+            raise _failure(exc) from None
+        for m in members:
+            member_prefix = run_prefix(req.session_id, req.iteration, m.run_name)
+            for file in TRAIN_OUTPUTS:
+                await asyncio.to_thread(
+                    store.put_file, member_prefix + file, out / m.run_name / file
+                )
+            s = summary["members"][m.run_name]
+            results[m.run_name] = TrainResult(
+                run_prefix=member_prefix,
+                model_key=member_prefix + MODEL,
+                vecnormalize_key=member_prefix + VECNORMALIZE,
+                timesteps_done=int(s["timesteps_done"]),
+                mean_episode_return=s["mean_episode_return"],
+                mean_env_return=s["mean_env_return"],
+                term_means=s["term_means"],
+                wall_seconds=float(s["wall_seconds"]),
+                steps_per_second=float(s["steps_per_second"]),
+                still_improving=bool(s["still_improving"]),
+                resumed_from_timesteps=s.get("resumed_from_timesteps"),
+            )
+
+    log.info("training batch", members=len(req.members), groups=len(groups))
+    async with _heartbeating(lambda: progress):
+        with tempfile.TemporaryDirectory(prefix="pf-batch-", ignore_cleanup_errors=True) as tmp:
+            await asyncio.gather(*(one(i, g, Path(tmp)) for i, g in enumerate(groups)))
+    wall = time.monotonic() - t0
+    ordered = [results[m.run_name] for m in req.members]
+    steps = sum(r.timesteps_done - (r.resumed_from_timesteps or 0) for r in ordered)
+    log.info("trained batch", wall_seconds=round(wall, 1), groups=len(groups))
+    return TrainBatchResult(
+        results=ordered, groups=len(groups), steps_per_second=round(steps / max(wall, 1e-9), 1)
+    )

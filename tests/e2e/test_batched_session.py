@@ -1,0 +1,100 @@
+"""A session with four reward candidates trains them together in one process, and a training
+worker SIGKILLed mid-batch is replaced: the retried batch resumes every candidate from the
+checkpoint in S3 (real Temporal server, S3, sandboxes and PPO; workers as OS processes)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from stable_baselines3 import PPO
+
+from activities.artifacts import ArtifactStore
+from tests.builders import start_session
+from tests.e2e.test_resume import start_worker
+
+CHECKPOINT_EVERY = 4096
+TIMESTEPS = 32_768  # episodes (1000 steps per env) finish after the resume
+
+
+async def batch_checkpoint_in_heartbeat(handle, timeout: float = 180) -> int:
+    """The checkpoint step of the running train_batch once its heartbeat names one."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        desc = await handle.describe()
+        for pending in desc.raw_description.pending_activities:
+            if pending.activity_type.name == "train_batch" and pending.heartbeat_details.payloads:
+                details = json.loads(pending.heartbeat_details.payloads[0].data)
+                steps = [g.get("checkpoint_timesteps") for g in details["groups"].values()]
+                if all(steps):
+                    return min(steps)
+        await asyncio.sleep(0.5)
+    raise AssertionError("no batch checkpoint was heartbeated")
+
+
+async def test_four_candidates_train_batched_and_resume_after_sigkill(
+    temporal_env, s3, queue_prefix, tmp_path: Path
+):
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "POLICYFORGE_QUEUE_PREFIX": queue_prefix,
+        "POLICYFORGE_TRAIN_CONCURRENCY": "1",
+        "POLICYFORGE_CHECKPOINT_EVERY": str(CHECKPOINT_EVERY),
+    }
+    log = tmp_path / "train-worker.log"
+    others = [start_worker(p, env, tmp_path / f"{p}-worker.log") for p in ("llm", "judge")]
+    first = start_worker("train", env, log)
+    second: subprocess.Popen | None = None
+    try:
+        handle = await start_session(
+            temporal_env.client,
+            queue_prefix,
+            prompt="run forward as fast as possible",
+            env_id="HalfCheetah-v5",
+            total_timesteps=TIMESTEPS,
+            max_iterations=1,
+            candidates=4,
+            eval_max_steps=30,
+        )
+        killed_at = await batch_checkpoint_in_heartbeat(handle)
+        assert CHECKPOINT_EVERY <= killed_at < TIMESTEPS
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        second = start_worker("train", env, log)
+        result = await asyncio.wait_for(handle.result(), timeout=420)
+    finally:
+        for proc in (first, second, *others):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    record = result.iterations[0]
+    assert record.batched and record.candidates == 4 and record.runs == 4
+    assert sorted(r.candidate for r in record.run_results) == [0, 1, 2, 3]
+    assert all(r.mean_return is not None and 0 <= r.score <= 1 for r in record.run_results)
+    store = ArtifactStore()
+    prefixes = {f"sessions/{result.session_id}/iter_1/c{k}_default_seed_0/" for k in range(4)}
+    for prefix in prefixes:
+        summary = json.loads(store.get_text(prefix + "summary.json"))
+        # Every member continued its counter from the batch's checkpoint, not from zero.
+        assert killed_at <= summary["resumed_from_timesteps"] < TIMESTEPS
+        assert summary["timesteps_done"] >= TIMESTEPS
+        assert summary["batch"]["members"] == sorted(p.rstrip("/").split("/")[-1] for p in prefixes)
+        assert store.exists(prefix + "trajectories/eval.npz")  # evaluated and judged
+    assert "resuming" in log.read_text()
+    # The best run's model is a plain Stable-Baselines3 model.
+    best = result.best.best_run
+    assert best.run_prefix in prefixes
+    model = PPO.load(io.BytesIO(store.get_bytes(best.model_key)), device="cpu")
+    assert model.policy.action_space.shape == (6,)
+    assert (
+        "pf-batch"
+        not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    )
