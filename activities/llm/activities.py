@@ -89,7 +89,8 @@ def author_reward(req: AuthorRequest) -> AuthorResult:
     key = keys.reward_key(req.session_id, req.iteration, req.candidate)
     lesson = lessons.load(store, req.env_id, req.prompt)
     if is_offline(req.llm_model):
-        authored = OfflineAuthor().author(req.prompt, req.env_id, lesson)  # IntentNotSupported
+        # IntentNotSupported when no template fits.
+        authored = OfflineAuthor().author(req.prompt, req.env_id, lesson, req.candidate)
         store.put_text(key, authored.reward.code)
         log.info(
             "reward authored", template=authored.reward.template, key=key, lesson=authored.lesson

@@ -42,15 +42,24 @@ def _from(entry: Entry | None) -> str | None:
     )
 
 
+# Factor on the template's control-cost weight for candidate k (cycled): the first candidate
+# is the template's own choice, the others spend control more and less freely.
+CANDIDATE_CTRL = (1.0, 0.5, 2.0, 0.25, 4.0)
+
+
 class OfflineAuthor:
     """Writes reward code the way an LLM author will, from a small library of templates."""
 
     label = OFFLINE_LABEL
 
-    def author(self, prompt: str, env_id: str, lesson: Lesson | None = None) -> Authored:
+    def author(
+        self, prompt: str, env_id: str, lesson: Lesson | None = None, candidate: int = 0
+    ) -> Authored:
         """Raises ApplicationError(type='IntentNotSupported') for intents no template fits.
         With a lesson whose best passing session used the same template, its weights are the
-        starting point (and its budget is returned as `timesteps`)."""
+        starting point (and its budget is returned as `timesteps`). Candidate k > 0 of a
+        template reward weighs the control cost differently (`CANDIDATE_CTRL`), so that the
+        candidates of one iteration are a small search rather than copies."""
         match = match_intent(prompt, env_id)
         learnt = lesson.best_pass(match.template) if lesson else None
         params = match.params
@@ -58,6 +67,9 @@ class OfflineAuthor:
             params = {**match.params, **learnt.params}
         else:
             learnt = None
+        factor = CANDIDATE_CTRL[candidate % len(CANDIDATE_CTRL)]
+        if factor != 1.0 and "ctrl_weight" in params and match.template != TEMPLATE:
+            params = {**params, "ctrl_weight": round(params["ctrl_weight"] * factor, 6)}
         if match.template == TEMPLATE:
             comp = composition_for(prompt, env_id, params if learnt else None)
             added = added_names(params) if learnt else ()

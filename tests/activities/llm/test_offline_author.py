@@ -212,3 +212,16 @@ def test_prompt_cannot_break_out_of_the_code_comment():
     )
     assert reward.code.splitlines()[0].startswith("# Reward for ")
     assert not any(line.startswith("import os") for line in reward.code.splitlines())
+
+
+def test_candidates_of_a_template_reward_weigh_the_control_cost_differently():
+    author = OfflineAuthor()
+    rewards = [
+        author.author("run forward as fast as possible", "HalfCheetah-v5", candidate=k).reward
+        for k in range(3)
+    ]
+    ctrl = [r.params["ctrl_weight"] for r in rewards]
+    assert ctrl[1] == pytest.approx(ctrl[0] * 0.5) and ctrl[2] == pytest.approx(ctrl[0] * 2)
+    # Each candidate says its own weight where people read it.
+    assert len({r.summary for r in rewards}) == 3
+    assert all(r.template == rewards[0].template for r in rewards)

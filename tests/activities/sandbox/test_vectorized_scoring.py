@@ -136,3 +136,22 @@ def test_non_finite_rows_of_a_batch_are_zeroed_in_training_and_refused_in_valida
     np.testing.assert_allclose(total[v <= 0], v[v <= 0])
     with pytest.raises(RewardLoadError, match="not finite"):
         _score(NAN_SOMETIMES, columns, strict=True)
+
+
+@pytest.mark.parametrize("prompt", ["hop forward", "run forward as fast as possible"])
+def test_the_offline_forward_template_is_scored_in_batches(columns: dict, prompt: str):
+    from activities.llm.offline import OfflineAuthor
+
+    code = OfflineAuthor().author(prompt, "Hopper-v5").reward.code
+    batched = load_reward(code, "forward.py", strict=False)
+    got = batched.score_rows(
+        columns["obs"], columns["action"], columns["next_obs"], columns["info"]
+    )
+    assert got is not None and batched.vector_ok, batched.vector_note
+    one = load_reward(code, "forward.py", strict=False)
+    info = columns["info"]
+    for i in range(0, len(columns["obs"]), 37):
+        row = {k: (v[i] if v.ndim > 1 else float(v[i])) for k, v in info.items()}
+        total, terms = one(columns["obs"][i], columns["action"][i], columns["next_obs"][i], row)
+        assert got[0][i] == pytest.approx(total, rel=1e-12)
+        assert {k: got[1][k][i] for k in terms} == pytest.approx(terms, rel=1e-12)
