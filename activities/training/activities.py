@@ -359,6 +359,10 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         wall_seconds=summary["wall_seconds"],
         mean_return=summary["mean_episode_return"],
         resumed_from=summary.get("resumed_from_timesteps"),
+        final_return=final.episode_return if final else None,
+        eval_wait_seconds=round(run.waited_s, 2),
+        eval_work_seconds=run.evaluation.get("work_seconds"),
+        eval_timeline=run.evaluation.get("timeline"),
     )
     return TrainResult(
         run_prefix=prefix,

@@ -8,8 +8,8 @@ plays and keeps the checkpoint there (`eval_checkpoints.keep_checkpoint`) and em
 {"event": "eval_checkpoint", "pct", "timesteps"}. Once `summary.json` appears (training is over,
 its model.zip and vecnormalize.npz written) it plays the final evaluation episode (what the
 evaluate mode plays: the same policy call, seed and step cap) into its own output folder, draws
-its video on RENDER_THREADS threads while it keeps the last checkpoint, and ends. It runs at a
-lower CPU priority, so that training keeps its core while both run.
+its video on RENDER_THREADS threads while it keeps the last checkpoint (held back until then),
+and ends. It runs at a lower CPU priority, so that training keeps its core while both run.
 """
 
 from __future__ import annotations
@@ -56,22 +56,34 @@ def evaluate_beside(req: ChildRequest, reward: Rewards, out: Path, emit: Emit) -
     # while training runs the evaluator keeps to one core. Read when the first context is made.
     os.environ["LP_NUM_THREADS"] = "1"
     kept: list[int] = []
+    # (what, seconds since the evaluator started when it was done) for the worker's log.
+    timeline: list[tuple[str, float]] = []
+    t0 = time.monotonic()
     work = 0.0
     final: dict[str, Any] | None = None
     while True:
         # Read before the markers: the last checkpoint is handed over before training ends.
         over = (watch / SUMMARY).exists()
         todo = [m for m in _markers(watch) if m["pct"] not in kept]
+        if req.final_eval and not over:
+            # The last checkpoint waits for the final episode (moments later): its video, the
+            # longest piece of work, then draws while the checkpoint is kept.
+            todo = [m for m in todo if m["pct"] < 100]
         started = time.monotonic()
+        if over:
+            timeline.append(("training over", round(started - t0, 2)))
         video: threading.Thread | None = None
         if over and req.final_eval:
             final, video = _final(req, reward, watch, out)
+            timeline.append(("final episode", round(time.monotonic() - t0, 2)))
         for marker in todo:
             _keep(req, reward, watch, marker)
             kept.append(marker["pct"])
+            timeline.append((f"checkpoint {marker['pct']}%", round(time.monotonic() - t0, 2)))
             emit({"event": "eval_checkpoint", "pct": marker["pct"], "timesteps": marker["ts"]})
         if video is not None:
             video.join()
+            timeline.append(("final video", round(time.monotonic() - t0, 2)))
         if todo or over:
             work += time.monotonic() - started
         if over:
@@ -79,7 +91,12 @@ def evaluate_beside(req: ChildRequest, reward: Rewards, out: Path, emit: Emit) -
         time.sleep(POLL_S)
     if final is not None and "error" in final:
         raise final["error"]
-    return {"checkpoints": kept, "final": final, "work_seconds": round(work, 2)}
+    return {
+        "checkpoints": kept,
+        "final": final,
+        "work_seconds": round(work, 2),
+        "timeline": timeline,
+    }
 
 
 def _markers(watch: Path) -> list[dict[str, Any]]:
