@@ -1,4 +1,5 @@
-"""What an RL user opens after a run: scalars, TensorBoard events, evaluation checkpoints."""
+"""What an RL user opens after a run: scalars, TensorBoard events, evaluation checkpoints (kept
+in the training child, or beside it by a second child)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ import json
 
 import av
 import numpy as np
+import pytest
 from tensorboardX.proto import event_pb2
 
 from activities.runner.protocol import ChildRequest
 from activities.runner.supervisor import run_child
-from activities.training.job import TRAIN
+from activities.training.beside import request as beside_request
+from activities.training.beside import train_beside
+from activities.training.job import EVALUATE_BESIDE, TRAIN
 from tests.activities.training.rewards import RUN_FORWARD
 
 
@@ -75,3 +79,44 @@ async def test_training_leaves_scalars_tensorboard_and_eval_checkpoints(tmp_path
     # The checkpoints' share of the run's wall time is measured, for the session's time split.
     run = json.loads((tmp_path / "summary.json").read_text())
     assert 0 < run["eval_checkpoint_seconds"] < run["wall_seconds"]
+
+
+async def test_checkpoints_kept_beside_training_are_the_ones_kept_in_it(tmp_path):
+    req = ChildRequest(
+        env_id="Hopper-v5",
+        reward_source=RUN_FORWARD,
+        timesteps=8192,
+        eval_checkpoint_episodes=3,
+        max_steps=20,
+    )
+    inside = tmp_path / "inside"
+    await run_child(TRAIN, req, inside, timeout_s=300)
+
+    handed = tmp_path / "handed"
+    side_events: list[dict] = []
+    run = await train_beside(
+        run_child(TRAIN, req.model_copy(update={"eval_handoff": True}), handed, timeout_s=300),
+        run_child(
+            EVALUATE_BESIDE,
+            beside_request(req, handed, final_eval=True),
+            tmp_path / "beside",
+            side_events.append,
+            timeout_s=300,
+        ),
+    )
+    kept = [e["pct"] for e in side_events if e.get("event") == "eval_checkpoint"]
+    assert kept == run.evaluation["checkpoints"] == [25, 50, 75, 100]
+    # Training is deterministic: the same policies, the same episodes, the same picks.
+    for pct in kept:
+        a = json.loads((inside / "evals" / f"pct_{pct}" / "returns.json").read_text())
+        b = json.loads((handed / "evals" / f"pct_{pct}" / "returns.json").read_text())
+        assert a == b
+        with av.open(str(handed / "evals" / f"pct_{pct}" / "median.mp4")) as video:
+            assert sum(1 for _ in video.decode(video=0)) >= 1
+    # And the final evaluation episode, with its video, from the final policy.
+    final = run.evaluation["final"]
+    with np.load(tmp_path / "beside" / final["trajectory"]) as npz:
+        assert len(npz["action"]) == final["episode_length"] <= 20
+        assert float(npz["reward"].sum()) == pytest.approx(final["episode_return"])
+    with av.open(str(tmp_path / "beside" / final["video"])) as video:
+        assert sum(1 for _ in video.decode(video=0)) == final["frames"] >= 2
