@@ -251,6 +251,9 @@ class SandboxRewards:
         answer = self._call(header, timeout_s=LOAD_TIMEOUT_S)[0]
         self.latex = str(answer.get("latex", ""))[:2000]
         self.terms = [str(t)[:MAX_TERM_NAME] for t in list(answer.get("terms", []))[:MAX_TERMS]]
+        # The module's SHAPING as the sandbox returned it: data only, checked by the trainer
+        # (activities/training/batched/shaping.py) before anything applies it.
+        self.shaping: Any = answer.get("shaping")
         self._spare: int | None = int(answer["id"])  # the instance the load made
         self._layouts: dict[tuple[str, ...], tuple[list[str], list[list[Any]] | None]] = {}
         self._budget_s = _call_budget()

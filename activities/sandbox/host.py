@@ -63,7 +63,10 @@ class Host:
             python_layers=bool(h.get("python_layers", True)),
         )
         self.template = reward
-        return {"id": self._add(reward), "latex": reward.latex[:2000], "terms": reward.terms}, b""
+        answer = {"id": self._add(reward), "latex": reward.latex[:2000], "terms": reward.terms}
+        if reward.shaping is not None:
+            answer["shaping"] = reward.shaping
+        return answer, b""
 
     def instance(self, _h: dict[str, Any], _p: bytes) -> tuple[dict[str, Any], bytes]:
         """A fresh instance of the loaded reward (its module run again)."""

@@ -13,6 +13,7 @@ stays small and quick to start.
 from __future__ import annotations
 
 import abc
+import json
 import math
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -105,6 +106,8 @@ class LoadedReward:
         self._next_src: Any = None
         self._next_ro: Any = None
         self.source: str | None = None  # set by load_reward, for clone()
+        # The module's SHAPING (plain data the trusted side checks and applies), or None.
+        self.shaping: Any = None
         self.filename = "<reward>"
 
     @property
@@ -392,6 +395,7 @@ def load_reward(
         namespace, filename, strict=strict, guarded=guarded, copy_inputs=copy_inputs
     )
     reward.python_layers = python_layers
+    reward.shaping = _shaping_data(namespace.get("SHAPING"), filename)
     reward.source = source
     reward.filename = filename
     return reward
@@ -429,6 +433,19 @@ def _reward_from(
         f"{filename} defines no RewardFunction subclass "
         "and no reward_fn(obs, action, next_obs, info)"
     )
+
+
+def _shaping_data(raw: Any, filename: str) -> Any:
+    """SHAPING as plain JSON data (the trusted side validates its meaning); RewardLoadError
+    when it is anything else."""
+    if raw is None:
+        return None
+    try:
+        return json.loads(json.dumps(raw, allow_nan=False))
+    except (TypeError, ValueError):
+        raise RewardLoadError(
+            f"{filename}: SHAPING must be plain data (a dict of numbers and lists of numbers)"
+        ) from None
 
 
 def _one(exc: BaseException) -> str:

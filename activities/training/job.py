@@ -105,12 +105,43 @@ def eval_job(req: ChildRequest, out: Path) -> EvalJob:
 def _validate(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     from activities.training.validate import validate
 
-    return validate(req.env_id, _rewards(req, run), req.steps, req.seed, req.env_kwargs)
+    rewards = _rewards(req, run)
+    _check_shaping(req, rewards)  # a bad SHAPING is the reward's error: the fixer repairs it
+    return validate(req.env_id, rewards, req.steps, req.seed, req.env_kwargs)
+
+
+def _check_shaping(req: ChildRequest, rewards: Rewards) -> None:
+    """Parse the reward's SHAPING against the env; ShapingError (one line) when it cannot
+    apply."""
+    raw = getattr(rewards, "shaping", None)
+    if raw is None:
+        return
+    from activities.sandbox.reward_code import RewardLoadError
+    from activities.training.batched.shaping import ShapingError, parse
+    from activities.training.sim import make_env
+
+    env = make_env(req.env_id, None, req.env_kwargs)
+    try:
+        dim = int(env.observation_space.shape[0]) if env.observation_space.shape else 0
+        limit = int(env.spec.max_episode_steps or 0) if env.spec else 0
+        parse(raw, req.env_id, dim, limit or 10**9)
+    except ShapingError as exc:
+        raise RewardLoadError(f"{req.reward_filename}: {exc}") from None
+    finally:
+        env.close()
 
 
 def _train(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     _one_torch_thread()
     reward = _rewards(req, run)
+    if getattr(reward, "shaping", None):
+        from activities.sandbox.reward_code import RewardLoadError
+
+        # Fail closed rather than train without the shaping the reward asked for.
+        raise RewardLoadError(
+            f"{req.reward_filename}: SHAPING is applied by batched training only: run the "
+            "session with --candidates 2 or more (PPO, no warm start), or drop SHAPING"
+        )
     job = train_job(req, run.out)
     if job.algo != "ppo":
         from activities.training import offpolicy

@@ -89,6 +89,7 @@ class LocalRewards:
         self.template = reward
         self.latex, self.terms = reward.latex, reward.terms
         self.reads_sensors = reward.reads_sensors
+        self.shaping = reward.shaping
         self.instances: dict[int, LoadedReward] = {0: reward}
         self._spare: int | None = 0
 

@@ -23,6 +23,7 @@ from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
 from activities.behaviours.sensors import BodySensors
 from activities.envs.quiet import quiet_mujoco
 from activities.training.batched.kernels import Kernel, Stepped, kernel_for, step_physics
+from activities.training.batched.shaping import Shaping, height_index, height_offset
 
 
 @dataclass
@@ -66,14 +67,27 @@ class BatchEnvs:
         found = BodySensors(env_id, self.envs[0].model) if sensors else None
         self.sensors = None if found is None or found.empty else found
         self._seed = seed
+        # Shaping per copy (`shape`): reset noise factor, episode limit, torso height floor.
+        self.init_noise = np.ones(n)
+        self.limits = np.full(n, self.max_steps if self.max_steps else np.iinfo(np.int64).max)
+        self.min_height = np.full(n, -np.inf)
+        self.height = (height_index(env_id), height_offset(env_id))
         self._lengths = np.zeros(n, dtype=np.int64)
         self._start = np.ones(n, dtype=bool)
         self.obs = np.zeros((n, *(self.observation_space.shape or ())))
 
+    def shape(self, envs: slice, shaping: Shaping) -> None:
+        """Apply a candidate's initial-state and termination shaping to copies `envs`."""
+        self.init_noise[envs] = shaping.init_noise
+        if shaping.max_episode_steps is not None:
+            self.limits[envs] = shaping.max_episode_steps
+        if shaping.min_height is not None:
+            self.min_height[envs] = shaping.min_height
+
     def reset(self, seeds: list[int] | None = None) -> np.ndarray:
         """Every copy's first observation, seeded with `seeds` (default seed, seed+1, ...)."""
         seeds = seeds if seeds is not None else [self._seed + i for i in range(self.n)]
-        self.obs = np.array([e.reset(seed=s)[0] for e, s in zip(self.envs, seeds, strict=True)])
+        self.obs = np.array([self._reset_one(i, s) for i, s in enumerate(seeds)])
         self._lengths[:] = 0
         self._start[:] = True
         return self.obs
@@ -91,9 +105,11 @@ class BatchEnvs:
             for key in readings[0]:
                 info[key] = np.array([r[key] for r in readings])
         self._lengths += 1
-        truncated = (self._lengths >= self.max_steps) & ~stepped.terminated
-        if not self.max_steps:
-            truncated[:] = False
+        index, offset = self.height
+        if index is not None and np.isfinite(self.min_height).any():
+            fallen = info["qpos"][:, index] + offset < self.min_height
+            stepped.terminated = stepped.terminated | fallen
+        truncated = (self._lengths >= self.limits) & ~stepped.terminated
         out = Transitions(
             obs=self.obs,
             action=actions,
@@ -107,10 +123,22 @@ class BatchEnvs:
         self._start[:] = False
         self.obs = stepped.obs.copy()
         for i in np.flatnonzero(stepped.terminated | truncated):
-            self.obs[i] = self.envs[i].reset()[0]
+            self.obs[i] = self._reset_one(int(i))
             self._lengths[i] = 0
             self._start[i] = True
         return out
+
+    def _reset_one(self, i: int, seed: int | None = None) -> np.ndarray:
+        """Copy i's env reset (its own noise), the noise scaled by its init_noise factor."""
+        env = self.envs[i]
+        obs = env.reset(seed=seed)[0]
+        factor = self.init_noise[i]
+        if factor != 1.0:
+            qpos = env.init_qpos + (env.data.qpos - env.init_qpos) * factor
+            qvel = env.init_qvel + (env.data.qvel - env.init_qvel) * factor
+            env.set_state(qpos, qvel)
+            obs = cast(Any, env)._get_obs()  # every Gymnasium MuJoCo env has one
+        return obs
 
     def _state(self) -> tuple[np.ndarray, np.ndarray]:
         return (

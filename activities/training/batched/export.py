@@ -29,14 +29,18 @@ if TYPE_CHECKING:
     from activities.training.batched.ppo import BatchedPPO
 
 
-def _copy(stacked: StackedMLP, k: int, layers: list[nn.Linear]) -> None:
-    for w, b, linear in zip(stacked.weights, stacked.biases, layers, strict=True):
-        linear.weight.copy_(w[k].T)
+def _copy(stacked: StackedMLP, k: int, layers: list[nn.Linear], inputs: torch.Tensor) -> None:
+    """Candidate k's layers into SB3's, its first layer's input rows times `inputs`."""
+    for i, (w, b, linear) in enumerate(zip(stacked.weights, stacked.biases, layers, strict=True)):
+        weight = w[k] * inputs[:, None] if i == 0 else w[k]
+        linear.weight.copy_(weight.T)
         linear.bias.copy_(b[k, 0])
 
 
 def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
-    """Candidate k as an SB3 PPO model on a VecNormalize holding its statistics."""
+    """Candidate k as an SB3 PPO model on a VecNormalize holding its statistics, with its
+    observation and action shaping folded in (see shaping.py): the model acts on the env's
+    own observations and actions."""
     env_id = ppo.envs.env_id
     preset = ppo.presets[k]
     venv = VecNormalize(
@@ -47,9 +51,12 @@ def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
         gamma=preset.gamma,
     )
     norm = ppo.norm
+    shaping = ppo.shapings[k]
+    scale = shaping.obs_scale
+    # The policy saw normalise(scale * obs): the same statistics in the env's own units.
     obs_rms = cast(RunningMeanStd, venv.obs_rms)  # a Box observation space: one statistic
-    obs_rms.mean = norm.obs_rms.mean[k].copy()
-    obs_rms.var = norm.obs_rms.var[k].copy()
+    obs_rms.mean = norm.obs_rms.mean[k] / scale
+    obs_rms.var = norm.obs_rms.var[k] / scale**2
     obs_rms.count = float(norm.obs_rms.count[k])
     venv.ret_rms.mean = np.asarray(norm.ret_rms.mean[k])
     venv.ret_rms.var = np.asarray(norm.ret_rms.var[k])
@@ -63,9 +70,19 @@ def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
     with torch.no_grad():
         pi = [m for m in extractor.policy_net if isinstance(m, nn.Linear)]
         vf = [m for m in extractor.value_net if isinstance(m, nn.Linear)]
-        _copy(ppo.policy.actor, k, [*pi, cast(nn.Linear, policy.action_net)])
-        _copy(ppo.policy.critic, k, [*vf, policy.value_net])
-        policy.log_std.copy_(ppo.policy.log_std[k])
+        # Dropped inputs get zero weights; without normalisation the scale goes there too.
+        inputs = torch.as_tensor(shaping.keep_mask(ppo.obs_dim), dtype=torch.float32)
+        if not preset.norm_obs:
+            inputs = inputs * scale
+        action_net = cast(nn.Linear, policy.action_net)
+        _copy(ppo.policy.actor, k, [*pi, action_net], inputs)
+        _copy(ppo.policy.critic, k, [*vf, policy.value_net], inputs)
+        # The env got centre + s (a - centre): fold s into the action layer and the std.
+        s = shaping.action_scale
+        centre = torch.as_tensor(ppo.action_centre, dtype=torch.float32)
+        action_net.weight.mul_(s)
+        action_net.bias.copy_(s * action_net.bias + (1 - s) * centre)
+        policy.log_std.copy_(ppo.policy.log_std[k] + float(np.log(s)))
     model.num_timesteps = ppo.steps_done
     return model
 

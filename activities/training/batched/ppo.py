@@ -25,6 +25,7 @@ import torch
 from activities.training.batched.envs import BatchEnvs, Transitions
 from activities.training.batched.normalize import StackedNormalizer
 from activities.training.batched.policy import StackedActorCritic
+from activities.training.batched.shaping import parse
 from activities.training.presets import SHAPE_FIELDS, PPOPreset
 from activities.training.reward_runtime import ColumnRewards
 
@@ -98,6 +99,20 @@ class BatchedPPO:
         assert obs_shape is not None
         self.obs_dim = int(np.prod(obs_shape))
         self.act_dim = int(np.prod(self.envs.action_space.shape))
+        # Each candidate's shaping (shaping.py): checked here, applied to its envs, and to its
+        # policy's observations (scale, dropped inputs zeroed) and actions (scaled).
+        self.shapings = [
+            parse(getattr(c.rewards, "shaping", None), env_id, self.obs_dim, self.envs.max_steps)
+            for c in candidates
+        ]
+        for k, shaping in enumerate(self.shapings):
+            self.envs.shape(slice(k * self.e, (k + 1) * self.e), shaping)
+        self.obs_scale = np.array([s.obs_scale for s in self.shapings]).reshape(-1, 1, 1)
+        self.obs_mask = np.stack([s.keep_mask(self.obs_dim) for s in self.shapings])[:, None]
+        self.obs_mask = self.obs_mask.astype(np.float32)
+        self.action_scale = np.array([s.action_scale for s in self.shapings]).reshape(-1, 1, 1)
+        space = self.envs.action_space
+        self.action_centre = (space.high + space.low) / 2
 
         def per(name: str) -> np.ndarray:
             return np.array([float(getattr(p, name)) for p in presets])
@@ -136,13 +151,24 @@ class BatchedPPO:
         self._ep_ret = np.zeros((self.k, self.e))
         self._ep_env_ret = np.zeros((self.k, self.e))
         self._ep_len = np.zeros((self.k, self.e), dtype=np.int64)
-        self.obs_n = self.norm.observe(self._grouped(self.envs.reset()))
+        self.obs_n = self._policy_obs(self._grouped(self.envs.reset()), update=True)
         self.starts = np.ones((self.k, self.e), dtype=bool)
         self.seconds: dict[str, float] = {"rollout": 0.0, "reward": 0.0, "update": 0.0}
 
     def _grouped(self, x: np.ndarray) -> np.ndarray:
         """(K*E, ...) -> (K, E, ...)."""
         return x.reshape(self.k, self.e, *x.shape[1:])
+
+    def _policy_obs(self, raw: np.ndarray, update: bool = False) -> np.ndarray:
+        """Raw (K, B, d) observations as each policy sees them: scaled, normalised (the
+        statistics updated first when `update`), dropped inputs zeroed."""
+        x = raw * self.obs_scale
+        normed = self.norm.observe(x) if update else self.norm.normalize(x)
+        return normed * self.obs_mask
+
+    def env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """Each policy's (K, B, act) actions as applied to the env (before clipping)."""
+        return self.action_centre + self.action_scale * (actions - self.action_centre)
 
     # --- one iteration: rollout, rewards, update ----------------------------------------------
 
@@ -186,18 +212,18 @@ class BatchedPPO:
                 x = torch.from_numpy(self.obs_n)
                 act, lp, val = self.policy.sample(x)
                 a = act.numpy()
-                out = self.envs.step(a.reshape(k * e, -1))
+                out = self.envs.step(self.env_actions(a).reshape(k * e, -1))
                 transitions.append(out)
                 obs[step], actions[step], logp[step], values[step] = self.obs_n, a, lp, val
                 starts[step] = self.starts
                 term, trunc = self._grouped(out.terminated), self._grouped(out.truncated)
                 done = term | trunc
                 dones[step] = done
-                self.obs_n = self.norm.observe(self._grouped(self.envs.obs))
+                self.obs_n = self._policy_obs(self._grouped(self.envs.obs), update=True)
                 if trunc.any():
                     # A time limit is not the end of the task: bootstrap from the value of the
                     # last observation, as SB3 does for TimeLimit.truncated.
-                    last = self.norm.normalize(self._grouped(out.next_obs))
+                    last = self._policy_obs(self._grouped(out.next_obs))
                     v = self.policy.value(torch.from_numpy(last)).numpy()
                     bootstrap[step] = np.where(trunc, gamma * v, 0.0)
                 self.starts = done
@@ -347,9 +373,10 @@ class BatchedPPO:
     def deterministic_actions(self, obs: np.ndarray) -> np.ndarray:
         """Each candidate's mean action for raw (K, B, d) observations (statistics frozen)."""
         with torch.no_grad():
-            x = torch.from_numpy(self.norm.normalize(obs))
+            x = torch.from_numpy(self._policy_obs(obs))
             mean = self.policy.actor(x).numpy()
-        return np.clip(mean, self.envs.action_space.low, self.envs.action_space.high)
+        space = self.envs.action_space
+        return np.clip(self.env_actions(mean), space.low, space.high)
 
     def close(self) -> None:
         self.envs.close()

@@ -57,3 +57,22 @@ def test_batched_steps_equal_gymnasium(env_id: str, generic: bool) -> None:
                 ref.reset()
                 np.testing.assert_array_equal(batch.obs[i], ref.last_obs)
     assert ends >= n  # every copy finished at least one episode (time limit or a fall)
+
+
+def test_shaped_termination_and_episode_limits_apply_to_their_copies_only():
+    from activities.training.batched.shaping import Shaping
+
+    envs = BatchEnvs("Hopper-v5", 3, seed=0)
+    envs.shape(slice(1, 2), Shaping(min_height=1.2))
+    envs.shape(slice(2, 3), Shaping(max_episode_steps=20))
+    envs.reset(seeds=[0, 0, 0])
+    ended: dict[int, tuple[int, bool, float]] = {}
+    for t in range(1, 400):
+        out = envs.step(np.zeros((3, 3)))
+        for i in np.flatnonzero(out.terminated | out.truncated):
+            ended.setdefault(int(i), (t, bool(out.terminated[i]), out.info["qpos"][i, 1]))
+        if len(ended) == 3:
+            break
+    plain, floor, short = ended[0], ended[1], ended[2]
+    assert floor[1] and floor[2] < 1.2 and floor[0] < plain[0]  # fell below 1.2 m first
+    assert short == (20, False, short[2])  # cut at 20 steps: truncated, not terminated

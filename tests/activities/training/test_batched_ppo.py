@@ -127,3 +127,96 @@ class Alive(RewardFunction):
         alive = 1.0 + 0.0 * np.asarray(info["qpos"], dtype=float)[..., 0]
         return alive, {"alive": alive}
 """
+
+
+SHAPED = (
+    RUN_FORWARD
+    + """
+SHAPING = {
+    "obs_drop": [0, 5],
+    "obs_scale": 2.0,
+    "action_scale": 0.5,
+    "init_noise": 0.0,
+    "max_episode_steps": 150,
+    "min_height": 1.1,
+}
+"""
+)
+
+
+def test_shaped_candidates_train_and_export_to_a_plain_policy_of_the_unshaped_env(
+    tmp_path: Path,
+):
+    presets = [preset_for("Hopper-v5")] * 2
+    cands = [
+        Candidate("plain", _local(), presets[0]),
+        Candidate("shaped", _local(SHAPED), presets[1]),
+    ]
+    ppo = BatchedPPO("Hopper-v5", cands, 4096, seed=5)
+    # init_noise 0: the shaped group starts exactly at the model's initial pose.
+    env0 = ppo.envs.envs[ppo.e]
+    np.testing.assert_array_equal(env0.data.qpos, env0.init_qpos)
+    assert not np.array_equal(ppo.envs.envs[0].data.qpos, ppo.envs.envs[0].init_qpos)
+    ppo.learn()
+    plain, shaped = ppo.stats
+    assert max(shaped.lengths) <= 150 and max(plain.lengths) > 0
+
+    env = make_env("Hopper-v5", None)
+    obs = np.array([env.reset(seed=s)[0] for s in range(6)])
+    obs[:, 0] += 0.3  # a dropped input: it must not change any action
+    venv_base = DummyVecEnv([lambda: make_env("Hopper-v5", None)])
+    save_candidate(ppo, 1, tmp_path / "shaped")
+    model = load_model("ppo", tmp_path / "shaped" / "model.zip")
+    venv = load_vecnormalize(tmp_path / "shaped" / "vecnormalize.npz", venv_base)
+    exported = deterministic_act(model, venv)(obs)
+    batched = ppo.deterministic_actions(np.repeat(obs[None], 2, axis=0))[1]
+    np.testing.assert_allclose(exported, batched, atol=1e-4)
+    obs[:, 0] -= 0.6
+    np.testing.assert_allclose(deterministic_act(model, venv)(obs), exported, atol=1e-6)
+    ppo.close()
+
+
+@pytest.mark.parametrize(
+    ("shaping", "field"),
+    [
+        ('{"obs_drop": [99]}', "obs_drop"),
+        ('{"action_scale": 2.0}', "action_scale"),
+        ('{"max_episode_steps": 5000}', "max_episode_steps"),
+        ('{"gravity": 0.5}', "gravity"),
+        ('"fast"', "SHAPING must be a dict"),
+    ],
+)
+def test_shaping_that_cannot_apply_is_refused_naming_the_field(shaping: str, field: str):
+    from activities.training.batched.shaping import ShapingError
+
+    source = RUN_FORWARD + f"\nSHAPING = {shaping}\n"
+    with pytest.raises(ShapingError, match=field):
+        BatchedPPO("Hopper-v5", [Candidate("c", _local(source), preset_for("Hopper-v5"))], 512, 0)
+
+
+def test_shaping_comes_from_the_sandbox_as_data_only():
+    from activities.sandbox.reward_code import RewardLoadError
+
+    with SandboxClient() as box:
+        rewards = SandboxRewards(box, SHAPED, "shaped.py", strict=False)
+        assert rewards.shaping["obs_drop"] == [0, 5] and rewards.shaping["action_scale"] == 0.5
+        with pytest.raises(RewardLoadError, match="SHAPING must be plain data"):
+            SandboxRewards(box, RUN_FORWARD + "\nSHAPING = {'x': print}\n", "bad.py")
+
+
+def test_validation_refuses_bad_shaping_and_the_single_trainer_refuses_any(tmp_path: Path):
+    from activities.runner.protocol import ChildFailed, ChildRequest
+    from activities.runner.supervisor import run_child
+    from activities.training import job
+    from workers.local.train import _run_sync
+
+    def run(mode, source: str, out: str) -> dict:
+        req = ChildRequest(env_id="Hopper-v5", reward_source=source, timesteps=256, steps=16)
+        return _run_sync(lambda: run_child(mode, req, tmp_path / out, stall_s=120))
+
+    assert run(job.VALIDATE, SHAPED, "ok")["steps"] == 16
+    with pytest.raises(ChildFailed, match=r"SHAPING\['obs_drop'\]") as bad:
+        run(job.VALIDATE, RUN_FORWARD + "\nSHAPING = {'obs_drop': [40]}\n", "bad")
+    assert bad.value.reward_fault  # the fixer gets it as the reward's error
+    with pytest.raises(ChildFailed, match="SHAPING is applied by batched training only"):
+        run(job.TRAIN, SHAPED, "train")

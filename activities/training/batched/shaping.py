@@ -1,0 +1,98 @@
+"""Environment shaping beyond the reward: how a candidate presents the env to its policy.
+
+A reward module may set `SHAPING`, a dict of plain data (never code: the trusted side only reads
+values and applies them itself). The sandbox reads it when it loads the module and returns it as
+JSON; `parse` checks it against this schema and the env, with a one-line error naming the field.
+
+- observation: `obs_drop` (indices hidden from the policy), `obs_scale` (a factor on what is
+  left);
+- action: `action_scale` (the policy's action is scaled about the centre of the range: the
+  policy commands this fraction of it);
+- initial state: `init_noise` (a factor on the env's own reset noise around its initial pose);
+- termination: `max_episode_steps` (shorter episodes), `min_height` (the episode ends when the
+  torso drops below this height, for bodies that have one).
+
+Training applies all of them (batched trainer). The observation and action parts are linear, so
+the export folds them into the plain SB3 model (`export.py`): dropped inputs get zero weights,
+the normaliser's statistics are rescaled, the action layer and log std are scaled. The saved
+model acts on the env's own observations and actions with no adapter, and evaluation and the
+judge see the behaviour in the unshaped env (its own reset and termination), so scores stay
+comparable across candidates. Action clipping and repeat are not offered: neither folds into
+a plain SB3 policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from activities.behaviours.layout import LAYOUTS
+
+
+class Shaping(BaseModel):
+    """A candidate's shaping (see the module docstring); the defaults change nothing."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    obs_drop: tuple[int, ...] = ()
+    obs_scale: float = Field(default=1.0, gt=0.0, le=100.0)
+    action_scale: float = Field(default=1.0, gt=0.0, le=1.0)
+    init_noise: float = Field(default=1.0, ge=0.0, le=10.0)
+    max_episode_steps: int | None = Field(default=None, ge=10)
+    min_height: float | None = Field(default=None, ge=0.0, le=5.0)
+
+    @property
+    def empty(self) -> bool:
+        """Whether this shaping changes nothing."""
+        return self == Shaping()
+
+    def keep_mask(self, obs_dim: int) -> np.ndarray:
+        """1 for the observation indices the policy sees, 0 for the dropped ones."""
+        mask = np.ones(obs_dim)
+        mask[list(self.obs_drop)] = 0.0
+        return mask
+
+
+class ShapingError(ValueError):
+    """SHAPING that cannot be applied; the message names the field and what to change."""
+
+
+def parse(raw: Any, env_id: str, obs_dim: int, max_steps: int) -> Shaping:
+    """A candidate's SHAPING checked against the schema and the env; ShapingError otherwise."""
+    if raw is None or raw == {}:
+        return Shaping()
+    if not isinstance(raw, dict):
+        raise ShapingError(f"SHAPING must be a dict of settings, not {type(raw).__name__}")
+    try:
+        shaping = Shaping.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "SHAPING"
+        raise ShapingError(f"SHAPING[{where!r}]: {err['msg']}") from None
+    bad = [i for i in shaping.obs_drop if not 0 <= i < obs_dim]
+    if bad:
+        raise ShapingError(f"SHAPING['obs_drop']: {bad} outside the observation (0..{obs_dim - 1})")
+    if len(set(shaping.obs_drop)) >= obs_dim:
+        raise ShapingError("SHAPING['obs_drop'] hides every observation index: keep some")
+    if shaping.max_episode_steps is not None and shaping.max_episode_steps > max_steps:
+        raise ShapingError(
+            f"SHAPING['max_episode_steps']: at most the env's {max_steps} (got "
+            f"{shaping.max_episode_steps})"
+        )
+    if shaping.min_height is not None and height_index(env_id) is None:
+        raise ShapingError(f"SHAPING['min_height']: {env_id} has no torso height to watch")
+    return shaping
+
+
+def height_index(env_id: str) -> int | None:
+    """The qpos index of the torso height (None where height means nothing)."""
+    found = LAYOUTS.get(env_id)
+    return found.height_index if found is not None else None
+
+
+def height_offset(env_id: str) -> float:
+    """What to add to qpos[height_index] for the torso height in metres."""
+    found = LAYOUTS.get(env_id)
+    return found.height_offset if found is not None else 0.0
