@@ -94,6 +94,10 @@ async def test_three_worker_processes_survive_a_sigkilled_training_worker(
     steps = [json.loads(line)["timesteps"] for line in lines]
     assert min(steps) < killed_at and max(steps) >= TIMESTEPS - 4096
     assert "resuming" in log.read_text()
+    # The resumed attempt's evaluator kept the last checkpoint and the final episode's video.
+    store = ArtifactStore()
+    assert run.video_key and store.exists(run.video_key) and store.exists(run.trajectory_key)
+    assert store.exists(run.run_prefix + "evals/pct_100/returns.json")
     # No orphan: the killed worker's training child died with it.
     assert (
         "pf-train"
