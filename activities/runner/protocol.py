@@ -22,6 +22,8 @@ DEFAULT_REWARD_FILENAME = "reward_fn.py"
 DEFAULT_JUDGE_FILENAME = "judge_fn.py"
 # What a training checkpoint folder holds (written by the training stage's checkpoints).
 CHECKPOINT_FILES = ("model.zip", "vecnormalize.npz", "scalars.jsonl")
+# A batched training's checkpoint (activities/training/batched/state.py): the whole batch.
+BATCH_CHECKPOINT_FILES = ("batch_state.npz", "batch_state.json")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,12 @@ from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
 from activities.logs import activity_logger
-from activities.runner.protocol import BatchMember, ChildFailed, ChildRequest
+from activities.runner.protocol import (
+    BATCH_CHECKPOINT_FILES,
+    BatchMember,
+    ChildFailed,
+    ChildRequest,
+)
 from activities.runner.supervisor import run_child
 from activities.training import job
 from activities.training.activities import (
@@ -35,7 +40,6 @@ from activities.training.activities import (
     checkpoint_every,
     train_timeout_s,
 )
-from activities.training.batched.state import STATE_FILES
 from activities.training.presets import batch_key, config_variants, preset_for
 from workflows.contracts.activities import TRAIN_BATCH, implements
 from workflows.contracts.keys import MODEL, TRAIN_OUTPUTS, VECNORMALIZE, checkpoint_key, run_prefix
@@ -127,7 +131,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
         point = resume.get(name)
         if point is not None and point.checkpoint_key:
             local = tmp / name / "resume"
-            for file in STATE_FILES:
+            for file in BATCH_CHECKPOINT_FILES:
                 await _download(store, point.checkpoint_key + file, local / file)
             child = child.model_copy(update={"resume_dir": str(local)})
             log.info("resuming", group=name, timesteps=point.checkpoint_timesteps)
@@ -147,7 +151,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
                 # Upload first, then heartbeat its key: a retry only sees complete checkpoints.
                 folder = out / event["dir"]
                 key = checkpoint_key(prefix, event["timesteps"])
-                for file in STATE_FILES:
+                for file in BATCH_CHECKPOINT_FILES:
                     await asyncio.to_thread(store.put_file, key + file, folder / file)
                 progress.groups[name] = current.model_copy(
                     update={"checkpoint_key": key, "checkpoint_timesteps": event["timesteps"]}

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from activities.runner.protocol import BATCH_CHECKPOINT_FILES
 from activities.training.batched.ppo import CandidateStats
 
 if TYPE_CHECKING:
     from activities.training.batched.ppo import BatchedPPO
 
-STATE_FILES = ("batch_state.npz", "batch_state.json")
+STATE_FILES = BATCH_CHECKPOINT_FILES
 
 
 def save_state(ppo: BatchedPPO, folder: Path, extra: dict[str, Any] | None = None) -> None:
