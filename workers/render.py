@@ -90,6 +90,8 @@ def print_status(
             console.print(f"  {error}")
         for rec in status.iterations:
             console.print(f"  iter {rec.iteration}: score {rec.score:.2f}  {rec.diagnosis}")
+            for line in run_lines(rec):
+                console.print(f"    {line}", highlight=False)
     console.print(f"  {ui_link}")
 
 
@@ -140,6 +142,22 @@ def _revision_note(rec: IterationRecord) -> str:
     return note + ")"
 
 
+def run_lines(rec: IterationRecord) -> list[str]:
+    """One line per run of an iteration that had several: candidate, config, seed, training
+    return and score (none for a single run: its row says it all)."""
+    if len(rec.run_results) < 2:
+        return []
+    how = "trained together" if rec.batched else "trained one process each"
+    lines = [f"{len(rec.run_results)} runs, {how}:"]
+    for r in rec.run_results:
+        ret = "-" if r.mean_return is None else f"{r.mean_return:,.1f}"
+        won = "  <- won" if r.candidate == rec.candidate and r.config == rec.config else ""
+        lines.append(
+            f"c{r.candidate} {r.config} seed {r.seed}: return {ret}, score {r.score:.2f}{won}"
+        )
+    return lines
+
+
 def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -> None:
     """The final report: one table row per iteration, the verdict, spend, and where the best
     policy's files are (s3:// keys, a presigned video link when credentials allow)."""
@@ -155,6 +173,12 @@ def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -
             escape(rec.diagnosis + _revision_note(rec)),
         )
     console.print(table)
+    for rec in result.iterations:
+        lines = run_lines(rec)
+        if lines:
+            console.print(f"  iter {rec.iteration} runs:", highlight=False)
+            for line in lines:
+                console.print(f"    {line}", highlight=False)
     verdict = {
         "passed": "[green]PASSED[/green]",
         "not_passed": "[yellow]NOT PASSED[/yellow]",

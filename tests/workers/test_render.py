@@ -77,3 +77,29 @@ def test_details_show_which_iteration_each_reward_was_revised_from():
         "| 2 | 0.30 | no | 1 | scored 0.3 |",
         "| 3 | 0.50 | no | 1 | scored 0.5 |",
     ]
+
+
+def test_the_report_lists_every_run_of_a_batched_iteration():
+    from workflows.contracts.session import RunResult
+
+    runs = [
+        RunResult(candidate=k, config="default", seed=0, mean_return=r, score=s, passed=False)
+        for k, (r, s) in enumerate([(812.5, 0.4), (1540.0, 0.7), (None, 0.1)])
+    ]
+    rec = _record(1, 0.7, candidate=1, candidates=3, runs=3, run_results=runs, batched=True)
+    result = SessionResult(
+        session_id="s1",
+        status="not_passed",
+        passed=False,
+        model_label="offline",
+        best_iteration=1,
+        best_score=0.7,
+        best=rec,
+        iterations=[rec],
+    )
+    console = Console(record=True, width=200)
+    report(result, console, "bucket", "http://localhost:8233")
+    text = console.export_text()
+    assert "3 runs, trained together:" in text
+    assert "c1 default seed 0: return 1,540.0, score 0.70  <- won" in text
+    assert "c2 default seed 0: return -, score 0.10" in text
