@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Coroutine
@@ -133,6 +134,13 @@ def _parser() -> argparse.ArgumentParser:
         "--sides",
         default=None,
         help="with --candidates: batched,per_candidate,plain (default: all three)",
+    )
+    bt.add_argument(
+        "--ppo",
+        type=json.loads,
+        default=None,
+        metavar="JSON",
+        help="with --candidates: our trainers' PPO settings over the preset (JSON object)",
     )
     chaos = sub.add_parser(
         "chaos", help="fault and load scenarios on a local stack of its own, as a table"

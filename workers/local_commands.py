@@ -177,6 +177,7 @@ def _bench_candidates(args: argparse.Namespace) -> None:
             seed=args.seed,
             procs=args.procs,
             sides=sides,
+            ppo=args.ppo,
             say=lambda line: console.print("  " + line, highlight=False),
         )
     except (BenchError, ChildFailed) as exc:

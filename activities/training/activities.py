@@ -364,6 +364,17 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         eval_work_seconds=run.evaluation.get("work_seconds"),
         eval_timeline=run.evaluation.get("timeline"),
     )
+    return train_result(prefix, summary).model_copy(
+        update={
+            "eval_wait_seconds": round(run.waited_s, 2),
+            "eval_work_seconds": float(run.evaluation.get("work_seconds", 0.0)),
+            "final_eval": final,
+        }
+    )
+
+
+def train_result(prefix: str, summary: dict[str, Any]) -> TrainResult:
+    """A run's TrainResult from its summary.json content, its files under `prefix`."""
     return TrainResult(
         run_prefix=prefix,
         model_key=prefix + MODEL,
@@ -374,12 +385,9 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         term_means=summary["term_means"],
         wall_seconds=float(summary["wall_seconds"]),
         eval_checkpoint_seconds=float(summary.get("eval_checkpoint_seconds", 0.0)),
-        eval_wait_seconds=round(run.waited_s, 2),
-        eval_work_seconds=float(run.evaluation.get("work_seconds", 0.0)),
         steps_per_second=float(summary["steps_per_second"]),
         still_improving=bool(summary["still_improving"]),
         resumed_from_timesteps=summary.get("resumed_from_timesteps"),
-        final_eval=final,
     )
 
 

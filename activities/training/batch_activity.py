@@ -38,11 +38,12 @@ from activities.training.activities import (
     _get_text,
     _heartbeating,
     checkpoint_every,
+    train_result,
     train_timeout_s,
 )
 from activities.training.presets import batch_key, config_variants, preset_for
 from workflows.contracts.activities import TRAIN_BATCH, implements
-from workflows.contracts.keys import MODEL, TRAIN_OUTPUTS, VECNORMALIZE, checkpoint_key, run_prefix
+from workflows.contracts.keys import TRAIN_OUTPUTS, checkpoint_key, run_prefix
 from workflows.contracts.training import (
     BatchMemberRef,
     BatchProgress,
@@ -176,20 +177,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
                 await asyncio.to_thread(
                     store.put_file, member_prefix + file, out / m.run_name / file
                 )
-            s = summary["members"][m.run_name]
-            results[m.run_name] = TrainResult(
-                run_prefix=member_prefix,
-                model_key=member_prefix + MODEL,
-                vecnormalize_key=member_prefix + VECNORMALIZE,
-                timesteps_done=int(s["timesteps_done"]),
-                mean_episode_return=s["mean_episode_return"],
-                mean_env_return=s["mean_env_return"],
-                term_means=s["term_means"],
-                wall_seconds=float(s["wall_seconds"]),
-                steps_per_second=float(s["steps_per_second"]),
-                still_improving=bool(s["still_improving"]),
-                resumed_from_timesteps=s.get("resumed_from_timesteps"),
-            )
+            results[m.run_name] = train_result(member_prefix, summary["members"][m.run_name])
 
     log.info("training batch", members=len(req.members), groups=len(groups))
     async with _heartbeating(lambda: progress):

@@ -218,18 +218,18 @@ async def llm_session(temporal_env, queue_prefix, monkeypatch, script, **overrid
                 temporal_env.client, settings, ["llm", "train", "judge"], handle_signals=False
             )
         )
+        inputs: dict[str, Any] = {
+            "prompt": "run forward",
+            "env_id": "HalfCheetah-v5",
+            "llm_model": "claude-sonnet-4-6",
+            "total_timesteps": 1024,
+            "max_iterations": 3,
+            "pass_threshold": 0.9,
+            "eval_max_steps": 30,
+        }
         try:
             handle = await start_session(
-                temporal_env.client,
-                queue_prefix,
-                prompt="run forward",
-                env_id="HalfCheetah-v5",
-                llm_model="claude-sonnet-4-6",
-                total_timesteps=1024,
-                max_iterations=3,
-                pass_threshold=0.9,
-                eval_max_steps=30,
-                **overrides,
+                temporal_env.client, queue_prefix, **{**inputs, **overrides}
             )
             yield server, handle
         finally:

@@ -15,11 +15,9 @@ from activities.artifacts import ArtifactStore
 from activities.training.evaluation import deterministic_act
 from activities.training.policy_io import load_model, load_vecnormalize
 from activities.training.sim import make_env
-from tests.builders import FORWARD_REWARD, start_session
-from tests.e2e.test_llm_session import CRITERIA, JUDGE, agent_of, tools
-from tests.fakes.llm_server import FakeLLMServer, Reply
-from workers.pools import run_pools
-from workers.settings import Settings
+from tests.builders import FORWARD_REWARD
+from tests.e2e.test_llm_session import CRITERIA, JUDGE, agent_of, llm_session, tools
+from tests.fakes.llm_server import Reply
 from workflows.contracts import keys
 
 SHAPED_REWARD = (
@@ -65,34 +63,18 @@ class Script:
 async def test_shaped_candidates_train_batched_and_replay_in_the_unshaped_env(
     temporal_env, s3, queue_prefix, monkeypatch
 ):
-    script = Script()
-    with FakeLLMServer() as server:
-        server.responder = script
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-secret")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url("anthropic"))
-        settings = Settings(queue_prefix=queue_prefix, train_concurrency=2)
-        pools = asyncio.create_task(
-            run_pools(
-                temporal_env.client, settings, ["llm", "train", "judge"], handle_signals=False
-            )
-        )
-        try:
-            handle = await start_session(
-                temporal_env.client,
-                queue_prefix,
-                prompt="run forward",
-                env_id="HalfCheetah-v5",
-                llm_model="claude-sonnet-4-6",
-                total_timesteps=4096,
-                max_iterations=1,
-                candidates=2,
-                vlm_judge=False,
-                eval_max_steps=EVAL_STEPS,
-            )
-            result = await asyncio.wait_for(handle.result(), timeout=400)
-        finally:
-            pools.cancel()
-            await asyncio.gather(pools, return_exceptions=True)
+    async with llm_session(
+        temporal_env,
+        queue_prefix,
+        monkeypatch,
+        Script(),
+        total_timesteps=4096,
+        max_iterations=1,
+        candidates=2,
+        vlm_judge=False,
+        eval_max_steps=EVAL_STEPS,
+    ) as (_server, handle):
+        result = await asyncio.wait_for(handle.result(), timeout=400)
 
     record = result.iterations[0]
     assert record.batched and sorted(r.candidate for r in record.run_results) == [0, 1]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.runner.protocol import ChildRequest
-from activities.runner.supervisor import REPO_ROOT, repo_pythonpath, run_child
+from activities.runner.supervisor import run_child
 from activities.training import job
 from workers.local.bench_train import (
     _CONSTANT,
@@ -42,6 +41,7 @@ from workers.local.bench_train import (
     DEFAULT_TARGETS,
     BenchError,
     check_reward,
+    stream_events,
 )
 from workers.local.train import _run_sync
 
@@ -87,8 +87,9 @@ class Reweighted(RewardFunction):
 Line = Callable[[str], None]
 
 
-def candidates(env_id: str, k: int) -> list[dict[str, Any]]:
-    """K candidates: name, weights (factor per info reward term) and reward source."""
+def candidates(env_id: str, k: int, ppo: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """K candidates: name, weights (factor per info reward term), reward source and the PPO
+    settings our two trainers use over the env's preset (`ppo`)."""
     out = []
     for i in range(k):
         forward, ctrl = WEIGHTINGS[i % len(WEIGHTINGS)]
@@ -100,7 +101,9 @@ def candidates(env_id: str, k: int) -> list[dict[str, Any]]:
             extra_keys=_EXTRA_KEYS.get(env_id, ()),
             constant=_CONSTANT.get(env_id, 0.0),
         )
-        out.append({"name": name, "weights": weights, "source": source, "overrides": {}})
+        out.append(
+            {"name": name, "weights": weights, "source": source, "overrides": dict(ppo or {})}
+        )
     return out
 
 
@@ -116,31 +119,6 @@ class _Clock:
         with self.lock:
             row = {**event, "at_s": round(time.monotonic() - self.t0, 2)}
             self.evals.setdefault(name, []).append(row)
-
-
-def _stream(cmd: list[str], on_line: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    """Run a bench script; JSON lines to on_line; its "result" event (BenchError otherwise)."""
-    env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
-    result: dict[str, Any] | None = None
-    with tempfile.TemporaryFile("w+") as err:
-        with subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=err, text=True, cwd=REPO_ROOT, env=env
-        ) as proc:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if event.get("event") == "result":
-                    result = event
-                else:
-                    on_line(event)
-        if proc.returncode != 0 or result is None:
-            err.seek(0)
-            tail = [ln for ln in err.read().splitlines() if ln.strip()][-1:] or ["no output"]
-            raise BenchError(f"{cmd[2]} exited with status {proc.returncode}: {tail[0]}")
-    return result
 
 
 def run_batched(
@@ -163,7 +141,7 @@ def run_batched(
             path = Path(tmp) / f"spec{i}.json"
             path.write_text(json.dumps(spec))
             cmd = [sys.executable, "-m", "workers.local.bench_batched", "--spec", str(path)]
-            return _stream(cmd, lambda e: clock.eval(e["candidate"], e))
+            return stream_events(cmd, lambda e: clock.eval(e["candidate"], e))
 
         with ThreadPoolExecutor(len(groups)) as pool:
             results = list(pool.map(one, range(len(groups)), groups))
@@ -190,6 +168,7 @@ def run_per_candidate(
             timesteps=timesteps,
             seed=seed,
             eval_every=every,
+            ppo=cand["overrides"],
         )
 
         def on_event(event: dict[str, Any]) -> None:
@@ -216,7 +195,7 @@ def run_plain(
         cmd = [sys.executable, "-m", "workers.local.bench_plain", "--env", env_id]
         cmd += ["--timesteps", str(timesteps), "--eval-every", str(every), "--seed", str(seed)]
         cmd += ["--weights", json.dumps(cand["weights"]), "--threads", "1"]
-        result = _stream(cmd, lambda e: clock.eval(cand["name"], e))
+        result = stream_events(cmd, lambda e: clock.eval(cand["name"], e))
         return int(result["timesteps_done"]), float(result["train_wall_s"])
 
     with ThreadPoolExecutor(procs) as pool:
@@ -258,6 +237,7 @@ def bench_candidates(
     seed: int = 0,
     procs: int | None = None,
     sides: tuple[str, ...] = SIDES,
+    ppo: dict[str, Any] | None = None,
     say: Line | None = None,
 ) -> dict[str, Any]:
     """The sides on K candidates, one after the other; their figures side by side."""
@@ -274,7 +254,14 @@ def bench_candidates(
     procs = procs or os.cpu_count() or 1
     every = eval_every or max(1, timesteps // 4)
     check_reward(env_id, seed=seed)
-    cands = candidates(env_id, k)
+    if ppo:
+        from activities.training.presets import preset_for
+
+        try:
+            preset_for(env_id, ppo)
+        except (TypeError, ValueError) as exc:
+            raise BenchError(f"--ppo: {exc}") from None
+    cands = candidates(env_id, k, ppo)
     names = [c["name"] for c in cands]
     runners = {"batched": run_batched, "per_candidate": run_per_candidate, "plain": run_plain}
     out: dict[str, Any] = {
@@ -286,6 +273,7 @@ def bench_candidates(
         "seed": seed,
         "target": goal,
         "weights": {c["name"]: c["weights"] for c in cands},
+        "ppo_overrides": dict(ppo or {}),
     }
     for side in sides:
         if say:

@@ -158,13 +158,9 @@ def run_ours(
     }
 
 
-def run_plain(
-    env_id: str, timesteps: int, eval_every: int, seed: int, on_eval: OnEval
-) -> dict[str, Any]:
-    """The plain SB3 side, run as `workers.local.bench_plain` in a process of its own; its
-    evaluations and settings."""
-    cmd = [sys.executable, "-m", "workers.local.bench_plain", "--env", env_id]
-    cmd += ["--timesteps", str(timesteps), "--eval-every", str(eval_every), "--seed", str(seed)]
+def stream_events(cmd: list[str], on_event: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Run a bench script in a process of its own: each JSON line but the last to `on_event`,
+    its {"event": "result"} line returned (BenchError with its last stderr line otherwise)."""
     env = {**os.environ, "PYTHONPATH": repo_pythonpath()}
     result: dict[str, Any] | None = None
     # stderr to a file (MuJoCo and gymnasium warnings), shown only when the script fails.
@@ -178,14 +174,30 @@ def run_plain(
                     event = json.loads(line)
                 except ValueError:
                     continue
-                if event.get("event") == "eval":
-                    on_eval("plain", event)
-                elif event.get("event") == "result":
+                if event.get("event") == "result":
                     result = event
+                else:
+                    on_event(event)
         if proc.returncode != 0 or result is None:
             err.seek(0)
             tail = [ln for ln in err.read().splitlines() if ln.strip()][-1:] or ["no output"]
-            raise BenchError(f"plain SB3 run exited with status {proc.returncode}: {tail[0]}")
+            raise BenchError(f"{cmd[2]} exited with status {proc.returncode}: {tail[0]}")
+    return result
+
+
+def run_plain(
+    env_id: str, timesteps: int, eval_every: int, seed: int, on_eval: OnEval
+) -> dict[str, Any]:
+    """The plain SB3 side, run as `workers.local.bench_plain` in a process of its own; its
+    evaluations and settings."""
+    cmd = [sys.executable, "-m", "workers.local.bench_plain", "--env", env_id]
+    cmd += ["--timesteps", str(timesteps), "--eval-every", str(eval_every), "--seed", str(seed)]
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event.get("event") == "eval":
+            on_eval("plain", event)
+
+    result = stream_events(cmd, on_event)
     return {
         "evals": result["evals"],
         "timesteps_done": result["timesteps_done"],

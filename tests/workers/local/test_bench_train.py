@@ -103,3 +103,10 @@ def test_candidates_bench_rejects_bad_input_in_one_line():
     )
     with pytest.raises(SystemExit, match="--candidates: must be a positive integer"):
         cmd_bench_train(args)
+
+
+def test_candidates_bench_refuses_unknown_ppo_settings_before_training():
+    from workers.local.bench_candidates import bench_candidates
+
+    with pytest.raises(BenchError, match=r"--ppo: unknown PPO setting\(s\) \['layers'\]"):
+        bench_candidates("HalfCheetah-v5", 1000, 2, ppo={"layers": [64, 64]})
