@@ -18,8 +18,8 @@ from activities.artifacts import ArtifactStore
 from tests.builders import start_session
 from tests.e2e.test_resume import start_worker
 
-CHECKPOINT_EVERY = 4096
-TIMESTEPS = 16_384
+CHECKPOINT_EVERY = 2048
+TIMESTEPS = 8192
 
 
 async def batch_checkpoint_in_heartbeat(handle, timeout: float = 180) -> int:

@@ -68,7 +68,7 @@ async def test_shaped_candidates_train_batched_and_replay_in_the_unshaped_env(
         queue_prefix,
         monkeypatch,
         Script(),
-        total_timesteps=4096,
+        total_timesteps=2048,
         max_iterations=1,
         candidates=2,
         vlm_judge=False,

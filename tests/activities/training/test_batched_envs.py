@@ -25,7 +25,7 @@ from activities.training.reward_runtime import TransitionTap
 )
 def test_batched_steps_equal_gymnasium(env_id: str, generic: bool) -> None:
     quiet_mujoco()
-    n, steps = 3, 1100
+    n, steps = 2, 1010
     batch = BatchEnvs(env_id, n, seed=7, generic=generic, sensors=True)
     refs = [TransitionTap(gym.make(env_id), sensors=True) for _ in range(n)]
     obs = batch.reset()
