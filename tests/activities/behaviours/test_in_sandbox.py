@@ -64,6 +64,7 @@ async def test_a_primitives_reward_trains_and_is_judged_by_the_same_measures(s3)
             env_id=ENV,
             reward_key=key,
             timesteps=2048,
+            eval_max_steps=60,  # short evaluation checkpoints: this test reads the terms
         ),
     )
     assert trained.timesteps_done >= 2048
