@@ -86,32 +86,33 @@ class Host:
         n = len(ids)
         width = sum(max(int(w), 1) for _, w in layout)
         data = np.frombuffer(payload, dtype=np.float64).reshape(n, width)
-        # Column views per field once per batch; scalars as Python floats, arrays as
-        # read-only row views (the buffer is immutable bytes).
-        columns: dict[str, Any] = {}
+        # Column views per field once per batch (read-only: the buffer is immutable bytes).
+        arrays: dict[str, Any] = {}
         pos = 0
         for name, w in layout:
             w = int(w)
-            columns[name] = data[:, pos].tolist() if w == 0 else data[:, pos : pos + max(w, 1)]
+            arrays[name] = data[:, pos] if w == 0 else data[:, pos : pos + max(w, 1)]
             pos += max(w, 1)
-        obs_all, act_all = columns.pop("obs"), columns.pop("action")
-        next_all = columns.pop("next_obs")
+        obs_all, act_all = arrays.pop("obs"), arrays.pop("action")
+        next_all = arrays.pop("next_obs")
+        lead = self.rewards[int(ids[0])] if n else None
+        if lead is not None and lead.vectorized:
+            # One call for the batch (the code keeps no state: any instance scores any row).
+            batch = lead.score_rows(
+                obs_all, act_all, next_all, {**arrays, "_episode_start": np.asarray(starts, bool)}
+            )
+            if batch is not None:
+                totals_arr, term_cols = batch
+                table = np.column_stack([totals_arr, *term_cols.values()])
+                return {"names": list(term_cols)}, table.astype(np.float64).tobytes()
+        # Row by row: scalars as Python floats, arrays as row views.
+        columns = {name: col.tolist() if col.ndim == 1 else col for name, col in arrays.items()}
 
         def single(i: int) -> tuple[float, dict[str, float]]:
             info = {name: col[i] for name, col in columns.items()}
             info["_episode_start"] = bool(starts[i])
             return self.rewards[int(ids[i])](obs_all[i], act_all[i], next_all[i], info)
 
-        lead = self.rewards[int(ids[0])] if n else None
-        if lead is not None and lead.vectorized:
-            # One call for the batch (the code keeps no state: any instance scores any row).
-            arrays = {name: np.asarray(col) for name, col in columns.items()}
-            arrays["_episode_start"] = np.asarray(starts, dtype=bool)
-            batch = lead.score_rows(obs_all, act_all, next_all, arrays)
-            if batch is not None:
-                totals_arr, term_cols = batch
-                table = np.column_stack([totals_arr, *term_cols.values()])
-                return {"names": list(term_cols)}, table.astype(np.float64).tobytes()
         totals: list[float] = []
         rows: list[list[str]] = []
         values: list[list[float]] = []

@@ -209,17 +209,24 @@ def checkpoint_every(timesteps: int) -> int:
 def _config_overrides(req: TrainRequest) -> dict[str, Any]:
     if req.algo != "ppo":
         return {}
+    return config_overrides(req.env_id, req.configs, [req.config])[req.config]
+
+
+def config_overrides(env_id: str, configs: int, names: list[str]) -> dict[str, dict[str, Any]]:
+    """The PPO overrides of each named config among the env's first `configs` variants; a
+    non-retryable InvalidInput naming an unknown one."""
     try:
-        variants = dict(config_variants(req.env_id, req.configs))
+        variants = dict(config_variants(env_id, configs))
     except ValueError as exc:
         raise ApplicationError(str(exc), type="InvalidInput", non_retryable=True) from None
-    if req.config not in variants:
-        raise ApplicationError(
-            f"config: unknown config {req.config!r}; one of {sorted(variants)}",
-            type="InvalidInput",
-            non_retryable=True,
-        )
-    return variants[req.config]
+    for name in names:
+        if name not in variants:
+            raise ApplicationError(
+                f"config: unknown config {name!r}; one of {sorted(variants)}",
+                type="InvalidInput",
+                non_retryable=True,
+            )
+    return {name: variants[name] for name in names}
 
 
 def _resume_point() -> TrainProgress | None:

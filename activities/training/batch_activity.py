@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
 from activities.logs import activity_logger
@@ -38,10 +37,11 @@ from activities.training.activities import (
     _get_text,
     _heartbeating,
     checkpoint_every,
+    config_overrides,
     train_result,
     train_timeout_s,
 )
-from activities.training.presets import batch_key, config_variants, preset_for
+from activities.training.presets import batch_key, preset_for
 from workflows.contracts.activities import TRAIN_BATCH, implements
 from workflows.contracts.keys import TRAIN_OUTPUTS, checkpoint_key, run_prefix
 from workflows.contracts.training import (
@@ -55,18 +55,7 @@ from workflows.contracts.training import (
 
 
 def _overrides(req: TrainBatchRequest) -> dict[str, dict[str, Any]]:
-    try:
-        variants = dict(config_variants(req.env_id, req.configs))
-    except ValueError as exc:
-        raise ApplicationError(str(exc), type="InvalidInput", non_retryable=True) from None
-    for m in req.members:
-        if m.config not in variants:
-            raise ApplicationError(
-                f"config: unknown config {m.config!r}; one of {sorted(variants)}",
-                type="InvalidInput",
-                non_retryable=True,
-            )
-    return variants
+    return config_overrides(req.env_id, req.configs, [m.config for m in req.members])
 
 
 def groups_of(req: TrainBatchRequest) -> list[list[BatchMemberRef]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import os
 import signal
 import subprocess
 from pathlib import Path
@@ -16,7 +15,7 @@ from stable_baselines3 import PPO
 
 from activities.artifacts import ArtifactStore
 from tests.builders import start_session
-from tests.e2e.test_resume import start_worker
+from tests.e2e.test_resume import start_worker, worker_env
 
 CHECKPOINT_EVERY = 2048
 TIMESTEPS = 8192
@@ -41,13 +40,7 @@ async def batch_checkpoint_in_heartbeat(handle, timeout: float = 180) -> int:
 async def test_four_candidates_train_batched_and_resume_after_sigkill(
     temporal_env, s3, queue_prefix, tmp_path: Path
 ):
-    env = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-        "POLICYFORGE_QUEUE_PREFIX": queue_prefix,
-        "POLICYFORGE_TRAIN_CONCURRENCY": "1",
-        "POLICYFORGE_CHECKPOINT_EVERY": str(CHECKPOINT_EVERY),
-    }
+    env = worker_env(temporal_env, queue_prefix, CHECKPOINT_EVERY)
     log = tmp_path / "train-worker.log"
     others = [start_worker(p, env, tmp_path / f"{p}-worker.log") for p in ("llm", "judge")]
     first = start_worker("train", env, log)

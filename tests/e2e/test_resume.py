@@ -30,6 +30,18 @@ def start_worker(pool: str, env: dict[str, str], log: Path) -> subprocess.Popen:
         )
 
 
+def worker_env(temporal_env, queue_prefix: str, checkpoint_every: int) -> dict[str, str]:
+    """The environment the pools' processes get: the server, the queues, one training at a
+    time, checkpoints every `checkpoint_every` steps."""
+    return {
+        **os.environ,
+        "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+        "POLICYFORGE_QUEUE_PREFIX": queue_prefix,
+        "POLICYFORGE_TRAIN_CONCURRENCY": "1",
+        "POLICYFORGE_CHECKPOINT_EVERY": str(checkpoint_every),
+    }
+
+
 async def checkpoint_in_heartbeat(handle, timeout: float = 120) -> dict:
     """The heartbeat details of the running train_policy once they name a checkpoint."""
     loop = asyncio.get_running_loop()
@@ -48,13 +60,7 @@ async def checkpoint_in_heartbeat(handle, timeout: float = 120) -> dict:
 async def test_three_worker_processes_survive_a_sigkilled_training_worker(
     temporal_env, s3, queue_prefix, tmp_path
 ):
-    env = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-        "POLICYFORGE_QUEUE_PREFIX": queue_prefix,
-        "POLICYFORGE_TRAIN_CONCURRENCY": "1",
-        "POLICYFORGE_CHECKPOINT_EVERY": str(CHECKPOINT_EVERY),
-    }
+    env = worker_env(temporal_env, queue_prefix, CHECKPOINT_EVERY)
     log = tmp_path / "train-worker.log"
     others = [start_worker(p, env, tmp_path / f"{p}-worker.log") for p in ("llm", "judge")]
     first = start_worker("train", env, log)

@@ -97,9 +97,14 @@ class BatchEnvs:
         `self.obs` becomes the observation each copy acts on next."""
         space = self.action_space
         actions = np.clip(np.asarray(actions, dtype=np.float64), space.low, space.high)
-        stepped = self._kernel_step(actions) if self.kernel else self._generic_step(actions)
+        if self.kernel is not None:
+            stepped, qpos, qvel = self._kernel_step(self.kernel, actions)
+        else:
+            stepped = self._generic_step(actions)
+            qpos = np.array([e.data.qpos for e in self.envs])
+            qvel = np.array([e.data.qvel for e in self.envs])
         info = stepped.info
-        info["qpos"], info["qvel"] = self._state()
+        info["qpos"], info["qvel"] = qpos, qvel  # the kernel's gathered state, not a second copy
         if self.sensors is not None:
             readings = [self.sensors.read(e.data) for e in self.envs]
             for key in readings[0]:
@@ -140,19 +145,13 @@ class BatchEnvs:
             obs = cast(Any, env)._get_obs()  # every Gymnasium MuJoCo env has one
         return obs
 
-    def _state(self) -> tuple[np.ndarray, np.ndarray]:
-        return (
-            np.array([e.data.qpos for e in self.envs]),
-            np.array([e.data.qvel for e in self.envs]),
-        )
-
-    def _kernel_step(self, actions: np.ndarray) -> Stepped:
-        kernel = cast(Kernel, self.kernel)
+    def _kernel_step(
+        self, kernel: Kernel, actions: np.ndarray
+    ) -> tuple[Stepped, np.ndarray, np.ndarray]:
         datas = [e.data for e in self.envs]
-        qpos = np.array([d.qpos for d in datas])
-        before = kernel.before(qpos, datas)
+        before = kernel.before(np.array([d.qpos for d in datas]), datas)
         qpos, qvel = step_physics(self.envs, actions, kernel.needs_cfrc)
-        return kernel.after(qpos, qvel, datas, actions, before)
+        return kernel.after(qpos, qvel, datas, actions, before), qpos, qvel
 
     def _generic_step(self, actions: np.ndarray) -> Stepped:
         rows = [e.step(a) for e, a in zip(self.envs, actions, strict=True)]

@@ -11,6 +11,7 @@ made with settings a kernel does not follow, are stepped through `env.step` one 
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ class Stepped:
     terminated: np.ndarray
 
 
-class Kernel:
+class Kernel(abc.ABC):
     """Positions before a step, then everything `env.step` returns after it, for N envs of one
     kind. `needs_cfrc` asks the stepper for `mj_rnePostConstraint` (contact forces)."""
 
@@ -48,6 +49,7 @@ class Kernel:
     def before(self, qpos: np.ndarray, datas: Sequence[Any]) -> np.ndarray:
         return qpos[:, 0].copy()
 
+    @abc.abstractmethod
     def after(
         self,
         qpos: np.ndarray,
@@ -56,7 +58,7 @@ class Kernel:
         action: np.ndarray,
         before: np.ndarray,
     ) -> Stepped:
-        raise NotImplementedError
+        """Observations, info, reward and termination after the step, from the new state."""
 
     def ctrl_cost(self, action: np.ndarray) -> np.ndarray:
         return self.ctrl_w * np.sum(np.square(action), axis=1)
@@ -127,15 +129,7 @@ class SwimmerKernel(Kernel):
         xy_velocity = (qpos[:, 0:2] - before) / self.dt
         forward = self.forward_w * xy_velocity[:, 0]
         ctrl = self.ctrl_cost(action)
-        info = {
-            "x_position": qpos[:, 0].copy(),
-            "y_position": qpos[:, 1].copy(),
-            "distance_from_origin": np.linalg.norm(qpos[:, 0:2], ord=2, axis=1),
-            "x_velocity": xy_velocity[:, 0],
-            "y_velocity": xy_velocity[:, 1],
-            "reward_forward": forward,
-            "reward_ctrl": -ctrl,
-        }
+        info = _xy_info(qpos, xy_velocity, forward, ctrl)
         obs = np.concatenate((qpos[:, 2:], qvel), axis=1)
         return Stepped(obs, info, forward - ctrl, np.zeros(len(qpos), dtype=bool))
 
@@ -167,20 +161,26 @@ class AntKernel(Kernel):
         survive = healthy * self.healthy_reward
         ctrl = self.ctrl_cost(action)
         contact = self.contact_w * np.sum(np.square(forces), axis=(1, 2))
-        info = {
-            "x_position": qpos[:, 0].copy(),
-            "y_position": qpos[:, 1].copy(),
-            "distance_from_origin": np.linalg.norm(qpos[:, 0:2], ord=2, axis=1),
-            "x_velocity": xy_velocity[:, 0],
-            "y_velocity": xy_velocity[:, 1],
-            "reward_forward": forward,
-            "reward_ctrl": -ctrl,
-            "reward_contact": -contact,
-            "reward_survive": survive,
-        }
+        info = _xy_info(qpos, xy_velocity, forward, ctrl)
+        info.update(reward_contact=-contact, reward_survive=survive)
         obs = np.concatenate((qpos[:, 2:], qvel, forces[:, 1:].reshape(len(qpos), -1)), axis=1)
         terminated = ~healthy if self.terminate else np.zeros(len(qpos), dtype=bool)
         return Stepped(obs, info, forward + survive - ctrl - contact, terminated)
+
+
+def _xy_info(
+    qpos: np.ndarray, xy_velocity: np.ndarray, forward: np.ndarray, ctrl: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The info fields Swimmer and Ant share (bodies that move in the xy plane)."""
+    return {
+        "x_position": qpos[:, 0].copy(),
+        "y_position": qpos[:, 1].copy(),
+        "distance_from_origin": np.linalg.norm(qpos[:, 0:2], ord=2, axis=1),
+        "x_velocity": xy_velocity[:, 0],
+        "y_velocity": xy_velocity[:, 1],
+        "reward_forward": forward,
+        "reward_ctrl": -ctrl,
+    }
 
 
 _KERNELS: dict[str, type[Kernel]] = {

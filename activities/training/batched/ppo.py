@@ -327,7 +327,6 @@ class BatchedPPO:
         ent = torch.tensor(self.ent, dtype=torch.float32)
         vf = torch.tensor(self.vf, dtype=torch.float32)
         max_grad = torch.tensor(self.max_grad, dtype=torch.float32)
-        self.last_lr = lr
         size = min(self.batch_size, n)
         for _ in range(self.epochs):
             order = torch.from_numpy(self.rng.permutation(n))
