@@ -1,13 +1,13 @@
 """Where a session's wall time went, read from its Temporal history.
 
 Each activity's time runs from its task's start to its end event. The stages are the session's
-critical path: the time it waited for each kind of work. `train_policy` is split into learning
-and evaluation by the seconds its result reports: the evaluation checkpoints' share of the
-training child's time (with an evaluator beside training, only handing each policy over) and
-the time the activity waited for that evaluator after training ended (the last checkpoint and
-the final evaluation episode with its video). Evaluation the evaluator did while training went
-on, on the core training left idle, delayed nothing: it is reported apart (`beside_s`, the
-evaluator's working time) and not in the stages.
+critical path: the time it waited for each kind of work. `train_policy` and `train_batch` are
+split into learning and evaluation by the seconds their results report: the evaluation
+checkpoints' share of the training child's time (with an evaluator beside training, only
+handing each policy over) and the time the activity waited for that evaluator after training
+ended (the last checkpoint and the final evaluation episode with its video). Evaluation the
+evaluator did while training went on, on the core training left idle, delayed nothing: it is
+reported apart (`beside_s`, the evaluator's working time) and not in the stages.
 Of the wall time in which no activity ran, "waiting for a worker" is when one was scheduled but
 no worker had taken it yet (its pool busy with other sessions), "orchestration" the rest
 (workflow tasks, retries' backoff). Activities that ran side by side each count their own time,
@@ -27,12 +27,13 @@ from workflows.contracts.activities import (
     EVALUATE_POLICY,
     JUDGE_ROLLOUT,
     SYNTHESIZE_JUDGMENT,
+    TRAIN_BATCH,
     TRAIN_POLICY,
     VALIDATE_JUDGE,
     VALIDATE_REWARD,
     VLM_JUDGE,
 )
-from workflows.contracts.training import TrainResult
+from workflows.contracts.training import TrainBatchResult, TrainResult
 
 STAGES = (
     "training",
@@ -45,6 +46,7 @@ STAGES = (
 # Every other activity (the authors, reviewers, revisers, lessons) counts as authoring.
 _STAGE_OF = {
     TRAIN_POLICY.name: "training",
+    TRAIN_BATCH.name: "training",
     VALIDATE_REWARD.name: "training",
     EVALUATE_POLICY.name: "evaluation and rendering",
     JUDGE_ROLLOUT.name: "judging",
@@ -114,11 +116,18 @@ def split_of(events: list[HistoryEvent]) -> Split:
             name = names.get(attrs.scheduled_event_id, "")
             stage = _STAGE_OF.get(name, "authoring")
             completed = e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-            trained = _train_result(attrs) if completed and name == TRAIN_POLICY.name else None
             evaluating = 0.0
-            if trained is not None:
-                evaluating = trained.eval_checkpoint_seconds + trained.eval_wait_seconds
-                out.beside_s += trained.eval_work_seconds
+            if completed and name == TRAIN_POLICY.name:
+                trained = _train_result(attrs)
+                if trained is not None:
+                    evaluating = trained.eval_checkpoint_seconds + trained.eval_wait_seconds
+                    out.beside_s += trained.eval_work_seconds
+            elif completed and name == TRAIN_BATCH.name:
+                # A batch keeps its members' checkpoints between updates; its groups run side
+                # by side, so the longest group's checkpoint time is what the session waited.
+                batch = _batch_result(attrs)
+                if batch is not None and batch.results:
+                    evaluating = max(r.eval_checkpoint_seconds for r in batch.results)
             out.stages[stage] += end - begin - evaluating
             out.stages["evaluation and rendering"] += evaluating
     out.wall_s = _seconds(events[-1]) - _seconds(events[0])
@@ -134,6 +143,15 @@ def _train_result(attrs: object) -> TrainResult | None:
     try:
         payload = attrs.result.payloads[0].data  # type: ignore[attr-defined]
         return TrainResult.model_validate_json(payload)
+    except (IndexError, ValueError):
+        return None
+
+
+def _batch_result(attrs: object) -> TrainBatchResult | None:
+    """A completed train_batch's result (None when unreadable)."""
+    try:
+        payload = attrs.result.payloads[0].data  # type: ignore[attr-defined]
+        return TrainBatchResult.model_validate_json(payload)
     except (IndexError, ValueError):
         return None
 

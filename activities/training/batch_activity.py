@@ -30,12 +30,14 @@ from activities.runner.protocol import (
 from activities.runner.supervisor import run_child
 from activities.training import job
 from activities.training.activities import (
+    EVAL_CHECKPOINT_EPISODES,
     TRAIN_STALL_S,
     _download,
     _failure,
     _filename,
     _get_text,
     _heartbeating,
+    _upload_folder,
     checkpoint_every,
     config_overrides,
     train_result,
@@ -107,6 +109,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
             seed=req.seed,
             checkpoint_every=checkpoint_every(req.timesteps),
             max_steps=req.eval_max_steps,
+            eval_checkpoint_episodes=EVAL_CHECKPOINT_EPISODES,
             members=[
                 BatchMember(
                     name=m.run_name,
@@ -147,6 +150,13 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
                     update={"checkpoint_key": key, "checkpoint_timesteps": event["timesteps"]}
                 )
                 activity.heartbeat(progress)
+            elif kind == "eval_checkpoint":
+                # Each member's evaluation checkpoint as soon as it is kept, under its run (a
+                # retried attempt skips the points already passed).
+                member = event["member"]
+                folder = event["dir"].removeprefix(f"{member}/")
+                member_prefix = run_prefix(req.session_id, req.iteration, member)
+                await _upload_folder(store, out / member, folder, member_prefix)
 
         try:
             summary = await run_child(

@@ -92,13 +92,14 @@ class LocalRewards:
         self.shaping = reward.shaping
         self.instances: dict[int, LoadedReward] = {0: reward}
         self._spare: int | None = 0
+        self._next = 1  # ids are never reused, even once every instance was dropped
 
     def new_instance(self) -> int:
         """The loaded instance first, then clones of it."""
         if self._spare is not None:
             rid, self._spare = self._spare, None
             return rid
-        rid = max(self.instances) + 1
+        rid, self._next = self._next, self._next + 1
         self.instances[rid] = self.template.clone()
         return rid
 

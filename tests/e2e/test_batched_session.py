@@ -16,6 +16,7 @@ from stable_baselines3 import PPO
 from activities.artifacts import ArtifactStore
 from tests.builders import start_session
 from tests.e2e.test_resume import start_worker, worker_env
+from workflows.contracts.keys import JUDGMENT
 
 CHECKPOINT_EVERY = 2048
 TIMESTEPS = 8192
@@ -83,6 +84,16 @@ async def test_four_candidates_train_batched_and_resume_after_sigkill(
         assert summary["timesteps_done"] >= TIMESTEPS
         assert summary["batch"]["members"] == sorted(p.rstrip("/").split("/")[-1] for p in prefixes)
         assert store.exists(prefix + "trajectories/eval.npz")  # evaluated and judged
+        # Every member has a single run's evaluation checkpoints, those kept before the kill
+        # and after it, each judged.
+        for pct in (25, 50, 75, 100):
+            folder = f"{prefix}evals/pct_{pct}/"
+            kept = json.loads(store.get_text(folder + "returns.json"))
+            assert len(kept["returns"]) == 5 and kept["timesteps"] >= pct * TIMESTEPS // 100
+            for pick in ("p10", "median", "p90"):
+                assert store.exists(folder + f"{pick}.mp4") and store.exists(folder + f"{pick}.npz")
+        judged = json.loads(store.get_text(prefix + JUDGMENT))
+        assert sorted(judged["checkpoints"], key=int) == ["25", "50", "75", "100"]
     assert "resuming" in log.read_text()
     # The best run's model is a plain Stable-Baselines3 model.
     best = result.best.best_run

@@ -118,3 +118,21 @@ def test_evaluation_beside_training_counts_only_where_the_session_waited_for_it(
     assert split.stages["evaluation and rendering"] == pytest.approx(7.0)
     assert split.beside_s == pytest.approx(30.0)
     assert split.line().endswith("the evaluator beside training worked 30 s, mostly while it ran")
+
+
+def test_a_batch_is_training_less_its_longest_group_of_checkpoints():
+    # Two groups trained side by side; one kept its members' checkpoints for 12 s, the other 9.
+    members = [
+        {**TRAIN_RESULT, "eval_checkpoint_seconds": s, "run_prefix": f"sessions/s/iter_1/c{k}/"}
+        for k, s in enumerate((12.0, 12.0, 9.0))
+    ]
+    events = [
+        _event(1, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, 0.0),
+        *_activity(20, "train_batch", 1.0, 1.0, 81.0, {"results": members, "groups": 2}),
+        *_activity(30, "evaluate_policy", 82.0, 82.0, 90.0),
+        _event(99, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, 91.0),
+    ]
+    split = split_of(events)
+    assert split.stages["training"] == pytest.approx(68.0)
+    assert split.stages["evaluation and rendering"] == pytest.approx(20.0)
+    assert split.stages["authoring"] == pytest.approx(0.0)

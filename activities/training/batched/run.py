@@ -5,7 +5,11 @@ together in a `BatchedPPO`, each reward in its own sandbox. Like today's single 
 progress, writes a resumable checkpoint every `checkpoint_every` steps (of every member:
 `state.py`) and resumes from one; at the end each member gets the files a single run writes,
 in <out>/<member name>/: model.zip and vecnormalize.npz (plain SB3), summary.json and
-scalars.jsonl.
+scalars.jsonl. With `eval_checkpoint_episodes`, every member also gets a single run's
+evaluation checkpoints at 25/50/75/100% of training (<member>/evals/pct_<p>/: its exported
+policy played `eval_checkpoint_episodes` episodes under its own reward, with the picked
+episodes' trajectories and videos), kept between updates: the batch's cores are all training,
+so there is no idle core for an evaluator beside it.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from activities.sandbox.client import SandboxClient, SandboxRewards
 from activities.training.batched.export import save_candidate
 from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStats
 from activities.training.batched.state import load_state, save_state
+from activities.training.eval_checkpoints import FRACTIONS, checkpoint_folder, keep_checkpoint
 from activities.training.presets import preset_for
+from activities.training.side_eval import saved_policy
 from workflows.contracts.keys import SCALARS, SUMMARY
 
 Emit = Callable[[dict[str, Any]], None]
@@ -53,6 +59,7 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
         scalars = extra.get("scalars", scalars)  # the rows the first attempt wrote
         emit({"event": "resumed", "timesteps": resumed})
     clock = {"last_progress": 0.0, "next_checkpoint": _next(ppo.steps_done, req.checkpoint_every)}
+    evals = _EvalPoints(req, ppo, out, emit)
     t0 = time.monotonic()
 
     def after_update(p: BatchedPPO) -> None:
@@ -71,6 +78,8 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
                     "member_returns": means,
                 }
             )
+        # Evaluation points first: a retry that resumes from this checkpoint skips them.
+        evals.passed(p.steps_done)
         if req.checkpoint_every and clock["next_checkpoint"] <= p.steps_done < p.timesteps:
             folder = f"checkpoint_{p.steps_done}"
             save_state(p, out / folder, {"scalars": scalars})
@@ -79,6 +88,7 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
 
     torch.set_num_threads(1)
     ppo.learn(after_update)
+    evals.finished()
     wall = time.monotonic() - t0
     trained = ppo.steps_done - (resumed or 0)
     members: dict[str, Any] = {}
@@ -88,7 +98,9 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
         rows = scalars[k]
         (folder / SCALARS).parent.mkdir(parents=True, exist_ok=True)
         (folder / SCALARS).write_text("".join(json.dumps(r) + "\n" for r in rows))
-        (folder / SUMMARY).write_text(json.dumps(_summary(req, ppo, k, wall, trained, resumed)))
+        summary = _summary(req, ppo, k, wall, trained, resumed)
+        summary["eval_checkpoint_seconds"] = round(evals.seconds, 2)
+        (folder / SUMMARY).write_text(json.dumps(summary))
         members[cand.name] = json.loads((folder / SUMMARY).read_text())
     ppo.close()
     return {
@@ -98,6 +110,58 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
         "steps_per_second": round(len(candidates) * trained / max(wall, 1e-9), 1),
         "seconds": {k: round(v, 2) for k, v in ppo.seconds.items()},
     }
+
+
+class _EvalPoints:
+    """The members' evaluation checkpoints, kept when training passes 25/50/75% of its steps
+    and at its end (a resumed run skips the points its first attempt passed)."""
+
+    def __init__(self, req: ChildRequest, ppo: BatchedPPO, out: Path, emit: Emit) -> None:
+        self.req, self.ppo, self.out, self.emit = req, ppo, out, emit
+        total = ppo.timesteps
+        self.todo = (
+            [f for f in FRACTIONS if f * total > ppo.steps_done or f == 1.0]
+            if req.eval_checkpoint_episodes > 0
+            else []
+        )
+        self.seconds = 0.0  # the batch's time in checkpoints, inside its wall time
+
+    def passed(self, steps: int) -> None:
+        while self.todo and self.todo[0] < 1.0 and steps >= self.todo[0] * self.ppo.timesteps:
+            self._keep(self.todo.pop(0))
+
+    def finished(self) -> None:
+        if self.todo:
+            self._keep(1.0)
+            self.todo.clear()
+
+    def _keep(self, fraction: float) -> None:
+        started = time.monotonic()
+        pct, steps = round(fraction * 100), self.ppo.steps_done
+        for k, cand in enumerate(self.ppo.candidates):
+            folder = checkpoint_folder(self.out / cand.name, pct)
+            # Played from the exported files, the policy the session would get at this point.
+            save_candidate(self.ppo, k, folder)
+            keep_checkpoint(
+                folder,
+                self.req.env_id,
+                cand.rewards,
+                saved_policy(self.req, folder),
+                episodes=self.req.eval_checkpoint_episodes,
+                max_steps=self.req.max_steps,
+                fraction=fraction,
+                timesteps=steps,
+            )
+            self.emit(
+                {
+                    "event": "eval_checkpoint",
+                    "member": cand.name,
+                    "dir": folder.relative_to(self.out).as_posix(),
+                    "pct": pct,
+                    "timesteps": steps,
+                }
+            )
+        self.seconds += time.monotonic() - started
 
 
 def _next(done: int, every: int) -> int:
@@ -139,7 +203,6 @@ def _summary(
         "timesteps": req.timesteps,
         "timesteps_done": ppo.steps_done,
         "wall_seconds": round(wall, 2),
-        "eval_checkpoint_seconds": 0.0,
         # This member's own steps per second of the batch's wall time.
         "steps_per_second": round(trained / max(wall, 1e-9), 1),
         "resumed_from_timesteps": resumed,
