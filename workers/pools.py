@@ -22,6 +22,7 @@ from temporalio.worker import Worker
 from workers.settings import Settings
 from workflows.benchmark import BenchmarkWorkflow
 from workflows.contracts.queues import task_queue
+from workflows.contracts.session import ENV_IDS
 from workflows.session import SessionWorkflow
 
 
@@ -111,6 +112,16 @@ async def log_sandbox_layers(names: list[str]) -> None:
         log.info("sandbox layers", applied=applied, missing=missing or None)
 
 
+def warm_env_stack() -> None:
+    """Build one MuJoCo env before any activity thread runs. The first env a process builds
+    imports Gymnasium's MuJoCo modules, PyOpenGL and libEGL; three sessions' first LLM calls
+    doing that at once on their activity threads once hung an LLM worker for minutes (the chaos
+    suite, under load). Done here, on one thread, later threads find it all loaded."""
+    from activities.envs.spec import env_spec
+
+    env_spec(ENV_IDS[0])
+
+
 async def run_pools(
     client: Client, settings: Settings, names: list[str], *, handle_signals: bool = True
 ) -> None:
@@ -120,6 +131,7 @@ async def run_pools(
     # Workers hold keys and credentials: no same-uid process may read or trace them.
     mark_not_dumpable()
     await log_sandbox_layers(names)
+    warm_env_stack()
     workers = [POOLS[name](client, settings) for name in names]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

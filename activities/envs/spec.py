@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -182,9 +183,18 @@ class EnvSpec(_Frozen):
         return _prompt(self)
 
 
-@functools.cache
 def env_spec(env_id: str) -> EnvSpec:
-    """The env's spec, read off a live instance (built once per process)."""
+    """The env's spec, read off a live instance (built once per process, by one thread: the
+    LLM pool asks from many activity threads at once)."""
+    with _SPEC_LOCK:
+        return _env_spec(env_id)
+
+
+_SPEC_LOCK = threading.Lock()
+
+
+@functools.cache
+def _env_spec(env_id: str) -> EnvSpec:
     facts(env_id)  # unknown ids fail here with the catalog's message
     import gymnasium as gym  # lazy: importing this module stays cheap
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import gymnasium as gym
@@ -201,3 +202,22 @@ def test_reward_code_sees_full_state_in_info():
         env.close()
     spec = env_spec("Ant-v5")
     assert seen == {"qpos": (spec.nq,), "qvel": (spec.nv,)}
+
+
+def test_many_threads_asking_at_once_build_the_env_once(monkeypatch):
+    # The LLM pool asks from many activity threads at once; one builds, the others wait for it.
+    from activities.envs import spec as spec_module
+
+    spec_module._env_spec.cache_clear()
+    built: list[str] = []
+    real_make = gym.make
+
+    def counting_make(env_id: str, **kwargs):
+        built.append(env_id)
+        return real_make(env_id, **kwargs)
+
+    monkeypatch.setattr(gym, "make", counting_make)
+    with ThreadPoolExecutor(8) as pool:
+        specs = list(pool.map(env_spec, ["Swimmer-v5"] * 8))
+    assert built == ["Swimmer-v5"]
+    assert all(s is specs[0] for s in specs)
