@@ -123,11 +123,14 @@ def split_of(events: list[HistoryEvent]) -> Split:
                     evaluating = trained.eval_checkpoint_seconds + trained.eval_wait_seconds
                     out.beside_s += trained.eval_work_seconds
             elif completed and name == TRAIN_BATCH.name:
-                # A batch keeps its members' checkpoints between updates; its groups run side
-                # by side, so the longest group's checkpoint time is what the session waited.
+                # A batch's groups run side by side, each with its evaluator: the longest
+                # group's hand-overs and wait are what the session waited for.
                 batch = _batch_result(attrs)
                 if batch is not None and batch.results:
-                    evaluating = max(r.eval_checkpoint_seconds for r in batch.results)
+                    evaluating = max(
+                        r.eval_checkpoint_seconds + r.eval_wait_seconds for r in batch.results
+                    )
+                    out.beside_s += max(r.eval_work_seconds for r in batch.results)
             out.stages[stage] += end - begin - evaluating
             out.stages["evaluation and rendering"] += evaluating
     out.wall_s = _seconds(events[-1]) - _seconds(events[0])

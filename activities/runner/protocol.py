@@ -15,7 +15,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Mode = Literal[
-    "validate", "train", "train_batch", "evaluate", "evaluate_beside", "validate_judge", "judge"
+    "validate",
+    "train",
+    "train_batch",
+    "evaluate",
+    "evaluate_beside",
+    "evaluate_members_beside",
+    "validate_judge",
+    "judge",
 ]
 RESULT_FILE = "result.json"
 DEFAULT_REWARD_FILENAME = "reward_fn.py"

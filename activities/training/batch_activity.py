@@ -6,12 +6,15 @@ member's reward in its own sandbox), and heartbeats every group's progress. Chec
 S3 under the batch's prefix, one folder per group; a retried attempt (its worker was killed)
 resumes each group from the checkpoint its last heartbeat named. Each member's model,
 normalisation, scalars and summary are uploaded under its own run prefix, the files
-`train_policy` writes, so evaluation and judging take it from there unchanged.
+`train_policy` writes, so evaluation and judging take it from there unchanged. Beside each group
+an evaluator child (`side_eval.evaluate_members_beside`) keeps the members' evaluation
+checkpoints on the core training leaves idle; each is uploaded as soon as it is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +31,7 @@ from activities.runner.protocol import (
     ChildRequest,
 )
 from activities.runner.supervisor import run_child
-from activities.training import job
+from activities.training import beside, job
 from activities.training.activities import (
     EVAL_CHECKPOINT_EPISODES,
     TRAIN_STALL_S,
@@ -43,9 +46,17 @@ from activities.training.activities import (
     train_result,
     train_timeout_s,
 )
+from activities.training.eval_checkpoints import HANDOFF, write_marker
 from activities.training.presets import batch_key, preset_for
 from workflows.contracts.activities import TRAIN_BATCH, implements
-from workflows.contracts.keys import TRAIN_OUTPUTS, checkpoint_key, run_prefix
+from workflows.contracts.keys import (
+    MODEL,
+    TRAIN_OUTPUTS,
+    VECNORMALIZE,
+    checkpoint_key,
+    eval_checkpoints_prefix,
+    run_prefix,
+)
 from workflows.contracts.training import (
     BatchMemberRef,
     BatchProgress,
@@ -54,6 +65,9 @@ from workflows.contracts.training import (
     TrainProgress,
     TrainResult,
 )
+
+# Beside a handed-over policy in S3: its marker, until the evaluator has kept the checkpoint.
+HANDED_OVER = "handed_over.json"
 
 
 def _overrides(req: TrainBatchRequest) -> dict[str, dict[str, Any]]:
@@ -82,6 +96,24 @@ def _resume_points() -> dict[str, TrainProgress]:
     return {name: p for name, p in progress.groups.items() if p.checkpoint_key}
 
 
+async def _hand_back(store: ArtifactStore, prefix: str, member_out: Path) -> None:
+    """Hand the evaluator again what an earlier attempt handed over but saw no checkpoint kept
+    of (its worker was killed first): those policies and markers, from S3, into member_out."""
+    base = eval_checkpoints_prefix(prefix)
+    files: dict[str, set[str]] = {}
+    for key in await asyncio.to_thread(store.list_keys, base):
+        pct, _, name = key[len(base) :].partition("/")
+        files.setdefault(pct, set()).add(name)
+    for pct, names in sorted(files.items()):
+        if HANDED_OVER not in names or "returns.json" in names:
+            continue
+        folder = member_out / "evals" / f"pct_{pct}"
+        for name in (MODEL, VECNORMALIZE):
+            await _download(store, f"{base}{pct}/{name}", folder / name)
+        marker = json.loads(await _get_text(store, f"{base}{pct}/{HANDED_OVER}"))
+        write_marker(member_out / HANDOFF / f"pct_{pct}.json", marker)
+
+
 @implements(TRAIN_BATCH)
 async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
     """Train the members together (see the module docstring); each member's TrainResult."""
@@ -98,6 +130,10 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
     )
     sources = {m.reward_key: await _get_text(store, m.reward_key) for m in req.members}
     results: dict[str, TrainResult] = {}
+
+    def _prefix(run_name: str) -> str:
+        return run_prefix(req.session_id, req.iteration, run_name)
+
     t0 = time.monotonic()
 
     async def one(i: int, members: list[BatchMemberRef], tmp: Path) -> None:
@@ -110,6 +146,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
             checkpoint_every=checkpoint_every(req.timesteps),
             max_steps=req.eval_max_steps,
             eval_checkpoint_episodes=EVAL_CHECKPOINT_EPISODES,
+            eval_handoff=True,
             members=[
                 BatchMember(
                     name=m.run_name,
@@ -128,6 +165,8 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
                 await _download(store, point.checkpoint_key + file, local / file)
             child = child.model_copy(update={"resume_dir": str(local)})
             log.info("resuming", group=name, timesteps=point.checkpoint_timesteps)
+            for m in members:
+                await _hand_back(store, _prefix(m.run_name), out / m.run_name)
 
         async def on_event(event: dict[str, Any]) -> None:
             kind = event.get("event")
@@ -150,33 +189,71 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
                     update={"checkpoint_key": key, "checkpoint_timesteps": event["timesteps"]}
                 )
                 activity.heartbeat(progress)
-            elif kind == "eval_checkpoint":
-                # Each member's evaluation checkpoint as soon as it is kept, under its run (a
-                # retried attempt skips the points already passed).
-                member = event["member"]
-                folder = event["dir"].removeprefix(f"{member}/")
-                member_prefix = run_prefix(req.session_id, req.iteration, member)
-                await _upload_folder(store, out / member, folder, member_prefix)
+            elif kind == "eval_handoff":
+                # The policy handed to the evaluator, and its marker: a retry that resumes past
+                # this point hands it over again if the evaluator had not kept it (_hand_back).
+                member, pct = event["member"], event["pct"]
+                folder = f"evals/pct_{pct}"
+                await _upload_folder(store, out / member, folder, _prefix(member))
+                marker = out / member / HANDOFF / f"pct_{pct}.json"
+                key = _prefix(member) + f"{folder}/{HANDED_OVER}"
+                await asyncio.to_thread(store.put_file, key, marker)
 
+        async def on_evaluated(event: dict[str, Any]) -> None:
+            # Each member's evaluation checkpoint under its run as soon as it is kept.
+            if event.get("event") == "eval_checkpoint":
+                member = event["member"]
+                folder = f"evals/pct_{event['pct']}"
+                await _upload_folder(store, out / member, folder, _prefix(member))
+
+        evaluator = ChildRequest(
+            env_id=req.env_id,
+            seed=req.seed,
+            env_kwargs=child.env_kwargs,
+            eval_checkpoint_episodes=EVAL_CHECKPOINT_EPISODES,
+            max_steps=req.eval_max_steps,
+            watch_dir=str(out),
+            members=child.members,
+        )
+
+        timeout_s = train_timeout_s(req.timesteps * len(members))
         try:
-            summary = await run_child(
-                job.TRAIN_BATCH,
-                child,
-                out,
-                on_event,
-                timeout_s=train_timeout_s(req.timesteps * len(members)),
-                stall_s=TRAIN_STALL_S,
+            run = await beside.train_beside(
+                run_child(
+                    job.TRAIN_BATCH,
+                    child,
+                    out,
+                    on_event,
+                    timeout_s=timeout_s,
+                    stall_s=TRAIN_STALL_S,
+                ),
+                run_child(
+                    job.EVALUATE_MEMBERS_BESIDE,
+                    evaluator,
+                    tmp / name / "beside",
+                    on_evaluated,
+                    timeout_s=timeout_s,
+                ),
             )
         except ChildFailed as exc:
             log.warning("batch training failed", error=exc.message, reward_fault=exc.reward_fault)
             raise _failure(exc) from None
+        summary = run.summary
         for m in members:
-            member_prefix = run_prefix(req.session_id, req.iteration, m.run_name)
             for file in TRAIN_OUTPUTS:
                 await asyncio.to_thread(
-                    store.put_file, member_prefix + file, out / m.run_name / file
+                    store.put_file, _prefix(m.run_name) + file, out / m.run_name / file
                 )
-            results[m.run_name] = train_result(member_prefix, summary["members"][m.run_name])
+            results[m.run_name] = train_result(
+                _prefix(m.run_name), summary["members"][m.run_name]
+            ).model_copy(
+                update={
+                    # The group's evaluator: what the batch waited for after training ended
+                    # (the last checkpoints) and what it did while training went on.
+                    "eval_wait_seconds": round(run.waited_s, 2),
+                    "eval_work_seconds": float(run.evaluation.get("work_seconds", 0.0)),
+                }
+            )
 
     log.info("training batch", members=len(req.members), groups=len(groups))
     async with _heartbeating(lambda: progress):

@@ -31,6 +31,7 @@ EVALUATE = ChildJob(MODULE, "evaluate")
 VALIDATE_JUDGE = ChildJob(MODULE, "validate_judge")
 EVALUATE_BESIDE = ChildJob(MODULE, "evaluate_beside")
 TRAIN_BATCH = ChildJob(MODULE, "train_batch")
+EVALUATE_MEMBERS_BESIDE = ChildJob(MODULE, "evaluate_members_beside")
 
 
 def _rewards(req: ChildRequest, run: child.Run) -> Rewards:
@@ -173,6 +174,13 @@ def _evaluate_beside(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     return evaluate_beside(req, _rewards(req, run), run.out, run.emit)
 
 
+def _evaluate_members_beside(req: ChildRequest, run: child.Run) -> dict[str, Any]:
+    from activities.training.side_eval import evaluate_members_beside
+
+    _one_torch_thread()
+    return evaluate_members_beside(req, run.boxes, run.out, run.emit)
+
+
 def _validate_judge(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     from activities.sandbox.client import judge_all
     from activities.training.rollout import random_trajectory
@@ -215,6 +223,9 @@ MODES: dict[str, child.ModeSpec] = {
     "evaluate": child.ModeSpec(_evaluate, (*_ENV, *_POLICY), unguarded_ok=True),
     "evaluate_beside": child.ModeSpec(
         _evaluate_beside, (*_ENV, *_POLICY, "activities.training.side_eval")
+    ),
+    "evaluate_members_beside": child.ModeSpec(
+        _evaluate_members_beside, (*_ENV, *_POLICY, "activities.training.side_eval")
     ),
     "validate_judge": child.ModeSpec(_validate_judge, (*_ENV, *_POLICY), short=True),
 }

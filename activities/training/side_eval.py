@@ -25,6 +25,7 @@ from typing import Any
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from activities.runner.protocol import ChildRequest
+from activities.sandbox.client import SandboxClient, SandboxRewards
 from activities.training import policy_io
 from activities.training.eval_checkpoints import HANDOFF, checkpoint_folder, keep_checkpoint
 from activities.training.evaluation import deterministic_act
@@ -97,6 +98,49 @@ def evaluate_beside(req: ChildRequest, reward: Rewards, out: Path, emit: Emit) -
         "work_seconds": round(work, 2),
         "timeline": timeline,
     }
+
+
+def evaluate_members_beside(
+    req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: Emit
+) -> dict[str, Any]:
+    """The evaluator beside a batch (`batched/run.py` with eval_handoff): keeps every member's
+    handed-over checkpoints (watch_dir/<member>/handoff/) with that member's own reward, in
+    training order, until every member's summary.json is there; the checkpoints kept per member
+    and the working time. The final evaluations are evaluate_policy's, one per run."""
+    if req.watch_dir is None:
+        raise ValueError("evaluate_members_beside needs watch_dir (the batch's output folder)")
+    if len(boxes) != len(req.members):
+        raise ValueError(f"{len(req.members)} members need as many sandboxes, got {len(boxes)}")
+    watch = Path(req.watch_dir)
+    os.nice(NICENESS)
+    os.environ["LP_NUM_THREADS"] = "1"  # see evaluate_beside
+    rewards = {
+        m.name: SandboxRewards(box, m.reward_source, m.reward_filename, strict=False)
+        for m, box in zip(req.members, boxes, strict=True)
+    }
+    kept: dict[str, list[int]] = {m.name: [] for m in req.members}
+    work = 0.0
+    while True:
+        over = all((watch / name / SUMMARY).exists() for name in kept)
+        todo = sorted(
+            (marker["pct"], name, marker)
+            for name in kept
+            for marker in _markers(watch / name)
+            if marker["pct"] not in kept[name]
+        )
+        started = time.monotonic()
+        for pct, name, marker in todo:
+            _keep(req, rewards[name], watch / name, marker)
+            kept[name].append(pct)
+            emit(
+                {"event": "eval_checkpoint", "member": name, "pct": pct, "timesteps": marker["ts"]}
+            )
+        if todo or over:
+            work += time.monotonic() - started
+        if over:
+            break
+        time.sleep(POLL_S)
+    return {"checkpoints": kept, "work_seconds": round(work, 2)}
 
 
 def _markers(watch: Path) -> list[dict[str, Any]]:

@@ -120,11 +120,20 @@ def test_evaluation_beside_training_counts_only_where_the_session_waited_for_it(
     assert split.line().endswith("the evaluator beside training worked 30 s, mostly while it ran")
 
 
-def test_a_batch_is_training_less_its_longest_group_of_checkpoints():
-    # Two groups trained side by side; one kept its members' checkpoints for 12 s, the other 9.
+def test_a_batch_is_training_less_its_longest_group_of_hand_overs_and_evaluator_wait():
+    # Two groups trained side by side, each with an evaluator beside it: one handed its members'
+    # checkpoints over in 2 s and waited 10 s for its evaluator after training, the other 1 + 4.
     members = [
-        {**TRAIN_RESULT, "eval_checkpoint_seconds": s, "run_prefix": f"sessions/s/iter_1/c{k}/"}
-        for k, s in enumerate((12.0, 12.0, 9.0))
+        {
+            **TRAIN_RESULT,
+            "run_prefix": f"sessions/s/iter_1/c{k}/",
+            "eval_checkpoint_seconds": handing,
+            "eval_wait_seconds": waiting,
+            "eval_work_seconds": work,
+        }
+        for k, (handing, waiting, work) in enumerate(
+            ((2.0, 10.0, 40.0), (2.0, 10.0, 40.0), (1.0, 4.0, 20.0))
+        )
     ]
     events = [
         _event(1, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, 0.0),
@@ -136,3 +145,4 @@ def test_a_batch_is_training_less_its_longest_group_of_checkpoints():
     assert split.stages["training"] == pytest.approx(68.0)
     assert split.stages["evaluation and rendering"] == pytest.approx(20.0)
     assert split.stages["authoring"] == pytest.approx(0.0)
+    assert split.beside_s == pytest.approx(40.0)

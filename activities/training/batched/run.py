@@ -8,8 +8,9 @@ in <out>/<member name>/: model.zip and vecnormalize.npz (plain SB3), summary.jso
 scalars.jsonl. With `eval_checkpoint_episodes`, every member also gets a single run's
 evaluation checkpoints at 25/50/75/100% of training (<member>/evals/pct_<p>/: its exported
 policy played `eval_checkpoint_episodes` episodes under its own reward, with the picked
-episodes' trajectories and videos), kept between updates: the batch's cores are all training,
-so there is no idle core for an evaluator beside it.
+episodes' trajectories and videos). With `eval_handoff` the batch only exports each policy and
+leaves a marker (<member>/handoff/pct_<p>.json) for the evaluator beside it
+(`side_eval.evaluate_members_beside`); without, it keeps them itself between updates.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ from activities.sandbox.client import SandboxClient, SandboxRewards
 from activities.training.batched.export import save_candidate
 from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStats
 from activities.training.batched.state import load_state, save_state
-from activities.training.eval_checkpoints import FRACTIONS, checkpoint_folder, keep_checkpoint
+from activities.training.eval_checkpoints import (
+    FRACTIONS,
+    HANDOFF,
+    checkpoint_folder,
+    keep_checkpoint,
+    write_marker,
+)
 from activities.training.presets import preset_for
 from activities.training.side_eval import saved_policy
 from workflows.contracts.keys import SCALARS, SUMMARY
@@ -142,6 +149,18 @@ class _EvalPoints:
             folder = checkpoint_folder(self.out / cand.name, pct)
             # Played from the exported files, the policy the session would get at this point.
             save_candidate(self.ppo, k, folder)
+            event = {
+                "member": cand.name,
+                "dir": folder.relative_to(self.out).as_posix(),
+                "pct": pct,
+                "timesteps": steps,
+            }
+            if self.req.eval_handoff:
+                # The evaluator beside the batch (side_eval.evaluate_members_beside) keeps it.
+                marker = {"pct": pct, "fraction": fraction, "timesteps": steps}
+                write_marker(self.out / cand.name / HANDOFF / f"pct_{pct}.json", marker)
+                self.emit({"event": "eval_handoff", **event})
+                continue
             keep_checkpoint(
                 folder,
                 self.req.env_id,
@@ -152,15 +171,7 @@ class _EvalPoints:
                 fraction=fraction,
                 timesteps=steps,
             )
-            self.emit(
-                {
-                    "event": "eval_checkpoint",
-                    "member": cand.name,
-                    "dir": folder.relative_to(self.out).as_posix(),
-                    "pct": pct,
-                    "timesteps": steps,
-                }
-            )
+            self.emit({"event": "eval_checkpoint", **event})
         self.seconds += time.monotonic() - started
 
 
