@@ -9,7 +9,10 @@ and `PPO.load` read unchanged.
 
 from __future__ import annotations
 
+import contextlib
+import random
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -61,7 +64,7 @@ def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
     venv.ret_rms.mean = np.asarray(norm.ret_rms.mean[k])
     venv.ret_rms.var = np.asarray(norm.ret_rms.var[k])
     venv.ret_rms.count = float(norm.ret_rms.count[k])
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _global_rngs_kept():
         # SB3 warns that the minibatch exceeds this one-env buffer: it never trains here.
         warnings.simplefilter("ignore", UserWarning)
         model = build_model(preset, venv, seed=k)
@@ -85,6 +88,20 @@ def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
         policy.log_std.copy_(ppo.policy.log_std[k] + float(np.log(s)))
     model.num_timesteps = ppo.steps_done
     return model
+
+
+@contextlib.contextmanager
+def _global_rngs_kept() -> Iterator[None]:
+    """Python's, numpy's and torch's global generators as they were: SB3 reseeds all three
+    when it builds a model, and an export in the middle of training (an evaluation checkpoint)
+    must not change the training's exploration noise."""
+    py_state, np_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        try:
+            yield
+        finally:
+            random.setstate(py_state)
+            np.random.set_state(np_state)
 
 
 def save_candidate(ppo: BatchedPPO, k: int, folder: Path) -> None:

@@ -220,3 +220,18 @@ def test_validation_refuses_bad_shaping_and_the_single_trainer_refuses_any(tmp_p
     assert bad.value.reward_fault  # the fixer gets it as the reward's error
     with pytest.raises(ChildFailed, match="SHAPING is applied by batched training only"):
         run(job.TRAIN, SHAPED, "train")
+
+
+def test_an_export_in_the_middle_of_training_changes_nothing_in_it(tmp_path: Path):
+    # Evaluation checkpoints export candidates between updates; SB3 reseeds the global
+    # generators when it builds a model, which must not reach the training's exploration noise.
+    def trained(export: bool) -> list[torch.Tensor]:
+        ppo = BatchedPPO("Hopper-v5", [Candidate("c0", _local(), preset_for("Hopper-v5"))], 6144, 3)
+        ppo.learn(lambda p: save_candidate(p, 0, tmp_path / "mid") if export else None)
+        assert ppo.updates == 3
+        params = [p.detach().clone() for p in ppo.policy.parameters()]
+        ppo.close()
+        return params
+
+    for plain, exported in zip(trained(False), trained(True), strict=True):
+        assert torch.equal(plain, exported)
