@@ -31,6 +31,9 @@ EVALUATE = ChildJob(MODULE, "evaluate")
 VALIDATE_JUDGE = ChildJob(MODULE, "validate_judge")
 EVALUATE_BESIDE = ChildJob(MODULE, "evaluate_beside")
 TRAIN_BATCH = ChildJob(MODULE, "train_batch")
+# Below training's priority: the evaluators beside training (and their sandboxes) take what
+# training leaves of the machine.
+NICENESS = 5
 EVALUATE_MEMBERS_BESIDE = ChildJob(MODULE, "evaluate_members_beside")
 
 
@@ -222,10 +225,12 @@ MODES: dict[str, child.ModeSpec] = {
     ),
     "evaluate": child.ModeSpec(_evaluate, (*_ENV, *_POLICY), unguarded_ok=True),
     "evaluate_beside": child.ModeSpec(
-        _evaluate_beside, (*_ENV, *_POLICY, "activities.training.side_eval")
+        _evaluate_beside, (*_ENV, *_POLICY, "activities.training.side_eval"), niceness=NICENESS
     ),
     "evaluate_members_beside": child.ModeSpec(
-        _evaluate_members_beside, (*_ENV, *_POLICY, "activities.training.side_eval")
+        _evaluate_members_beside,
+        (*_ENV, *_POLICY, "activities.training.side_eval"),
+        niceness=NICENESS,
     ),
     "validate_judge": child.ModeSpec(_validate_judge, (*_ENV, *_POLICY), short=True),
 }

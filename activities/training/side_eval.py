@@ -9,7 +9,8 @@ plays and keeps the checkpoint there (`eval_checkpoints.keep_checkpoint`) and em
 its model.zip and vecnormalize.npz written) it plays the final evaluation episode (what the
 evaluate mode plays: the same policy call, seed and step cap) into its own output folder, draws
 its video on RENDER_THREADS threads while it keeps the last checkpoint (held back until then),
-and ends. It runs at a lower CPU priority, so that training keeps its core while both run.
+and ends. It runs at a lower CPU priority, its sandbox too (job.NICENESS), so that training
+keeps its core while both run.
 """
 
 from __future__ import annotations
@@ -42,8 +43,6 @@ from workflows.contracts.keys import MODEL, SUMMARY, VECNORMALIZE
 
 Emit = Callable[[dict[str, Any]], None]
 POLL_S = 0.1
-# Below training's priority: the evaluator takes what training leaves of the machine.
-NICENESS = 5
 
 
 def evaluate_beside(req: ChildRequest, reward: Rewards, out: Path, emit: Emit) -> dict[str, Any]:
@@ -52,7 +51,6 @@ def evaluate_beside(req: ChildRequest, reward: Rewards, out: Path, emit: Emit) -
     if req.watch_dir is None:
         raise ValueError("evaluate_beside needs watch_dir (the training child's output folder)")
     watch = Path(req.watch_dir)
-    os.nice(NICENESS)
     # One Mesa thread per GL context: parallel drawing comes from our renderer threads, and
     # while training runs the evaluator keeps to one core. Read when the first context is made.
     os.environ["LP_NUM_THREADS"] = "1"
@@ -112,7 +110,6 @@ def evaluate_members_beside(
     if len(boxes) != len(req.members):
         raise ValueError(f"{len(req.members)} members need as many sandboxes, got {len(boxes)}")
     watch = Path(req.watch_dir)
-    os.nice(NICENESS)
     os.environ["LP_NUM_THREADS"] = "1"  # see evaluate_beside
     rewards = {
         m.name: SandboxRewards(box, m.reward_source, m.reward_filename, strict=False)
