@@ -17,6 +17,7 @@ so the stages can add up to more than the wall time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
@@ -34,6 +35,8 @@ from workflows.contracts.activities import (
     VLM_JUDGE,
 )
 from workflows.contracts.training import TrainBatchResult, TrainResult
+
+_R = TypeVar("_R", TrainResult, TrainBatchResult)
 
 STAGES = (
     "training",
@@ -118,14 +121,14 @@ def split_of(events: list[HistoryEvent]) -> Split:
             completed = e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
             evaluating = 0.0
             if completed and name == TRAIN_POLICY.name:
-                trained = _train_result(attrs)
+                trained = _result(attrs, TrainResult)
                 if trained is not None:
                     evaluating = trained.eval_checkpoint_seconds + trained.eval_wait_seconds
                     out.beside_s += trained.eval_work_seconds
             elif completed and name == TRAIN_BATCH.name:
                 # A batch's groups run side by side, each with its evaluator: the longest
                 # group's hand-overs and wait are what the session waited for.
-                batch = _batch_result(attrs)
+                batch = _result(attrs, TrainBatchResult)
                 if batch is not None and batch.results:
                     evaluating = max(
                         r.eval_checkpoint_seconds + r.eval_wait_seconds for r in batch.results
@@ -141,20 +144,11 @@ def split_of(events: list[HistoryEvent]) -> Split:
     return out
 
 
-def _train_result(attrs: object) -> TrainResult | None:
-    """A completed train_policy's result (None when unreadable)."""
+def _result(attrs: object, contract: type[_R]) -> _R | None:
+    """A completed activity's result as `contract` (None when unreadable)."""
     try:
         payload = attrs.result.payloads[0].data  # type: ignore[attr-defined]
-        return TrainResult.model_validate_json(payload)
-    except (IndexError, ValueError):
-        return None
-
-
-def _batch_result(attrs: object) -> TrainBatchResult | None:
-    """A completed train_batch's result (None when unreadable)."""
-    try:
-        payload = attrs.result.payloads[0].data  # type: ignore[attr-defined]
-        return TrainBatchResult.model_validate_json(payload)
+        return contract.model_validate_json(payload)
     except (IndexError, ValueError):
         return None
 
