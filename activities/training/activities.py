@@ -460,11 +460,14 @@ async def _upload_evaluation(
     )
 
 
-async def _upload_folder(store: ArtifactStore, out: Path, name: str, prefix: str) -> str:
-    """Every file under out/name, under the same names below the run's prefix; the name."""
+async def _upload_folder(
+    store: ArtifactStore, out: Path, name: str, prefix: str, skip: frozenset[str] = frozenset()
+) -> str:
+    """Every file under out/name (but those named in `skip`), under the same names below the
+    run's prefix; the name."""
     folder = out / name
     for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
-        if path.is_file():
+        if path.is_file() and path.name not in skip:
             key = prefix + path.relative_to(out).as_posix()
             await asyncio.to_thread(store.put_file, key, path)
     return name

@@ -200,21 +200,13 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
                 await asyncio.to_thread(store.put_file, key, marker)
 
         async def on_evaluated(event: dict[str, Any]) -> None:
-            # Each member's evaluation checkpoint under its run as soon as it is kept.
+            # Each member's evaluation checkpoint under its run as soon as it is kept (its
+            # policy went up when it was handed over).
             if event.get("event") == "eval_checkpoint":
                 member = event["member"]
                 folder = f"evals/pct_{event['pct']}"
-                await _upload_folder(store, out / member, folder, _prefix(member))
-
-        evaluator = ChildRequest(
-            env_id=req.env_id,
-            seed=req.seed,
-            env_kwargs=child.env_kwargs,
-            eval_checkpoint_episodes=EVAL_CHECKPOINT_EPISODES,
-            max_steps=req.eval_max_steps,
-            watch_dir=str(out),
-            members=child.members,
-        )
+                policy = frozenset((MODEL, VECNORMALIZE))
+                await _upload_folder(store, out / member, folder, _prefix(member), policy)
 
         timeout_s = train_timeout_s(req.timesteps * len(members))
         try:
@@ -229,7 +221,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
                 ),
                 run_child(
                     job.EVALUATE_MEMBERS_BESIDE,
-                    evaluator,
+                    beside.request(child, out, final_eval=False),
                     tmp / name / "beside",
                     on_evaluated,
                     timeout_s=timeout_s,

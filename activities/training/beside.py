@@ -32,12 +32,13 @@ class BesideRun:
 
 def request(train: ChildRequest, out: Path, *, final_eval: bool) -> ChildRequest:
     """The evaluator's request beside `train`, whose output folder is `out`: the same env,
-    reward, seed, algorithm and episode cap."""
+    reward (or batch members' rewards), seed, algorithm and episode cap."""
     return ChildRequest(
         env_id=train.env_id,
         reward_source=train.reward_source,
         reward_path=train.reward_path,
         reward_filename=train.reward_filename,
+        members=train.members,
         seed=train.seed,
         env_kwargs=train.env_kwargs,
         algo=train.algo,

@@ -99,6 +99,35 @@ def write_marker(path: Path, content: dict[str, Any]) -> None:
     os.replace(partial, path)
 
 
+class EvalSchedule:
+    """Which of FRACTIONS are still due in a run of `total` steps that starts at `done` (a
+    resumed run skips the points its earlier attempt passed; the last is always due)."""
+
+    def __init__(self, total: int, done: int) -> None:
+        self.total = total
+        self.todo = [f for f in FRACTIONS if f * total > done or f == 1.0]
+
+    def passed(self, steps: int) -> list[float]:
+        """The points before the end that `steps` reached, each once."""
+        due = []
+        while self.todo and self.todo[0] < 1.0 and steps >= self.todo[0] * self.total:
+            due.append(self.todo.pop(0))
+        return due
+
+    def end(self) -> list[float]:
+        """At the end of training: the last point, unless it was already kept."""
+        due = [1.0] if self.todo else []
+        self.todo.clear()
+        return due
+
+
+def hand_over(out_dir: Path, pct: int, fraction: float, timesteps: int) -> None:
+    """The marker that hands the policy saved in checkpoint_folder(out_dir, pct) to the
+    evaluator beside training (side_eval.py)."""
+    marker = {"pct": pct, "fraction": fraction, "timesteps": timesteps}
+    write_marker(out_dir / HANDOFF / f"pct_{pct}.json", marker)
+
+
 class EvalCheckpoints(BaseCallback):
     """Plays and keeps the evaluation checkpoints' episodes at 25/50/75/100% of training (see
     the module docstring)."""
@@ -124,26 +153,22 @@ class EvalCheckpoints(BaseCallback):
         self.episodes = episodes
         self.max_steps = max_steps
         self.handoff = handoff
-        self._todo = list(FRACTIONS)
+        self._schedule = EvalSchedule(total, 0)
         self.seconds = 0.0  # spent in checkpoints, inside training's wall time
 
     def _init_callback(self) -> None:
-        # A resumed run skips the points its earlier attempt already passed.
-        self._todo = [f for f in FRACTIONS if f * self.total > self.num_timesteps or f == 1.0]
+        self._schedule = EvalSchedule(self.total, self.num_timesteps)
 
     def _on_step(self) -> bool:
         return True
 
     def _on_rollout_start(self) -> None:
-        while (
-            self._todo and self._todo[0] < 1.0 and self.num_timesteps >= self._todo[0] * self.total
-        ):
-            self._checkpoint(self._todo.pop(0))
+        for fraction in self._schedule.passed(self.num_timesteps):
+            self._checkpoint(fraction)
 
     def _on_training_end(self) -> None:
-        if self._todo:
-            self._checkpoint(1.0)
-            self._todo.clear()
+        for fraction in self._schedule.end():
+            self._checkpoint(fraction)
 
     def _checkpoint(self, fraction: float) -> None:
         started = time.monotonic()
@@ -158,8 +183,7 @@ class EvalCheckpoints(BaseCallback):
         save_policy(self.model, folder)
         timesteps = int(self.num_timesteps)
         if self.handoff:
-            marker = {"pct": pct, "fraction": fraction, "timesteps": timesteps}
-            write_marker(self.out_dir / HANDOFF / f"pct_{pct}.json", marker)
+            hand_over(self.out_dir, pct, fraction, timesteps)
             self.emit({"event": "eval_handoff", "pct": pct, "timesteps": timesteps})
             return
         act = deterministic_act(self.model, self.model.get_vec_normalize_env())

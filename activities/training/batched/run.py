@@ -5,12 +5,10 @@ together in a `BatchedPPO`, each reward in its own sandbox. Like today's single 
 progress, writes a resumable checkpoint every `checkpoint_every` steps (of every member:
 `state.py`) and resumes from one; at the end each member gets the files a single run writes,
 in <out>/<member name>/: model.zip and vecnormalize.npz (plain SB3), summary.json and
-scalars.jsonl. With `eval_checkpoint_episodes`, every member also gets a single run's
-evaluation checkpoints at 25/50/75/100% of training (<member>/evals/pct_<p>/: its exported
-policy played `eval_checkpoint_episodes` episodes under its own reward, with the picked
-episodes' trajectories and videos). With `eval_handoff` the batch only exports each policy and
-leaves a marker (<member>/handoff/pct_<p>.json) for the evaluator beside it
-(`side_eval.evaluate_members_beside`); without, it keeps them itself between updates.
+scalars.jsonl. With `eval_handoff`, at 25/50/75/100% of training each member's policy is
+exported into <member>/evals/pct_<p>/ and handed over (<member>/handoff/pct_<p>.json) to the
+evaluator beside the batch (`side_eval.evaluate_members_beside`), which keeps a single run's
+evaluation checkpoint there under the member's own reward.
 """
 
 from __future__ import annotations
@@ -29,15 +27,8 @@ from activities.sandbox.client import SandboxClient, SandboxRewards
 from activities.training.batched.export import save_candidate
 from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStats
 from activities.training.batched.state import load_state, save_state
-from activities.training.eval_checkpoints import (
-    FRACTIONS,
-    HANDOFF,
-    checkpoint_folder,
-    keep_checkpoint,
-    write_marker,
-)
+from activities.training.eval_checkpoints import EvalSchedule, checkpoint_folder, hand_over
 from activities.training.presets import preset_for
-from activities.training.side_eval import saved_policy
 from workflows.contracts.keys import SCALARS, SUMMARY
 
 Emit = Callable[[dict[str, Any]], None]
@@ -120,58 +111,32 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
 
 
 class _EvalPoints:
-    """The members' evaluation checkpoints, kept when training passes 25/50/75% of its steps
-    and at its end (a resumed run skips the points its first attempt passed)."""
+    """The members' evaluation checkpoints handed over when training passes 25/50/75% of its
+    steps and at its end (none without eval_handoff: nothing would keep them)."""
 
     def __init__(self, req: ChildRequest, ppo: BatchedPPO, out: Path, emit: Emit) -> None:
-        self.req, self.ppo, self.out, self.emit = req, ppo, out, emit
-        total = ppo.timesteps
-        self.todo = (
-            [f for f in FRACTIONS if f * total > ppo.steps_done or f == 1.0]
-            if req.eval_checkpoint_episodes > 0
-            else []
-        )
-        self.seconds = 0.0  # the batch's time in checkpoints, inside its wall time
+        self.ppo, self.out, self.emit = ppo, out, emit
+        self.schedule = EvalSchedule(ppo.timesteps, ppo.steps_done) if req.eval_handoff else None
+        self.seconds = 0.0  # the batch's time handing over, inside its wall time
 
     def passed(self, steps: int) -> None:
-        while self.todo and self.todo[0] < 1.0 and steps >= self.todo[0] * self.ppo.timesteps:
-            self._keep(self.todo.pop(0))
+        for fraction in self.schedule.passed(steps) if self.schedule else []:
+            self._hand_over(fraction)
 
     def finished(self) -> None:
-        if self.todo:
-            self._keep(1.0)
-            self.todo.clear()
+        for fraction in self.schedule.end() if self.schedule else []:
+            self._hand_over(fraction)
 
-    def _keep(self, fraction: float) -> None:
+    def _hand_over(self, fraction: float) -> None:
         started = time.monotonic()
         pct, steps = round(fraction * 100), self.ppo.steps_done
         for k, cand in enumerate(self.ppo.candidates):
-            folder = checkpoint_folder(self.out / cand.name, pct)
-            # Played from the exported files, the policy the session would get at this point.
-            save_candidate(self.ppo, k, folder)
-            event = {
-                "member": cand.name,
-                "dir": folder.relative_to(self.out).as_posix(),
-                "pct": pct,
-                "timesteps": steps,
-            }
-            if self.req.eval_handoff:
-                # The evaluator beside the batch (side_eval.evaluate_members_beside) keeps it.
-                marker = {"pct": pct, "fraction": fraction, "timesteps": steps}
-                write_marker(self.out / cand.name / HANDOFF / f"pct_{pct}.json", marker)
-                self.emit({"event": "eval_handoff", **event})
-                continue
-            keep_checkpoint(
-                folder,
-                self.req.env_id,
-                cand.rewards,
-                saved_policy(self.req, folder),
-                episodes=self.req.eval_checkpoint_episodes,
-                max_steps=self.req.max_steps,
-                fraction=fraction,
-                timesteps=steps,
+            # Kept from the exported files: the policy the session would get at this point.
+            save_candidate(self.ppo, k, checkpoint_folder(self.out / cand.name, pct))
+            hand_over(self.out / cand.name, pct, fraction, steps)
+            self.emit(
+                {"event": "eval_handoff", "member": cand.name, "pct": pct, "timesteps": steps}
             )
-            self.emit({"event": "eval_checkpoint", **event})
         self.seconds += time.monotonic() - started
 
 
