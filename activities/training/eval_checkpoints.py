@@ -30,7 +30,7 @@ from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import LoadedReward, Rewards
 from activities.training.rollout import collect_many, save_trajectory
 from activities.training.sim import make_env
-from activities.training.video import render_video
+from activities.training.video import Clip, render_videos
 
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 PICKS = (("p10", 0.1), ("median", 0.5), ("p90", 0.9))
@@ -74,13 +74,13 @@ def keep_checkpoint(
         key=lambda r: r[0],
     )
     picked: dict[str, Any] = {}
+    clips: list[Clip] = []
     for name, q in PICKS:
         ret, seed, arrays, stats = runs[round(q * (len(runs) - 1))]
         save_trajectory(folder / f"{name}.npz", arrays)
-        render_video(
-            env_id, seed, arrays, folder / f"{name}.mp4", size=video_size, max_frames=video_frames
-        )
+        clips.append(Clip(seed, arrays, folder / f"{name}.mp4", video_frames))
         picked[name] = {"seed": seed, "return": ret, "length": stats["episode_length"]}
+    render_videos(env_id, clips, size=video_size)
     summary = {
         "fraction": fraction,
         "timesteps": timesteps,

@@ -13,6 +13,7 @@ import math
 import queue
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ from activities.training.sim import TRACKING_CAMERA, make_env, mujoco_env
 MAX_VIDEO_FPS = 30
 # Frames each renderer may draw ahead of the encoder (a 480 px frame is 0.7 MB).
 AHEAD = 4
+# Making a renderer (its GL context) takes about the CPU of 50 frames at 480 px, 100 at 240.
+FRAMES_PER_RENDERER = 100
 
 
 def video_stride(dt: float) -> tuple[int, int]:
@@ -41,7 +44,7 @@ class StateRenderer:
         self, env_id: str, size: int, seed: int, env_kwargs: dict[str, Any] | None = None
     ) -> None:
         self.env = make_env(env_id, None, env_kwargs, render_size=size)
-        self.env.reset(seed=seed)
+        self.reseed(seed)
         sim = mujoco_env(self.env)
         self.model, self.data = sim.model, sim.data
         # The tracking camera through MuJoCo's own renderer: the same pixels as the env's
@@ -52,6 +55,10 @@ class StateRenderer:
             if env_id in TRACKING_CAMERA and not own_camera
             else None
         )
+
+    def reseed(self, seed: int) -> None:
+        """Reset to the state an episode reset with `seed` started from (for `reset_frame`)."""
+        self.env.reset(seed=seed)
 
     def reset_frame(self) -> np.ndarray:
         """The frame of the state the episode started from (after reset with its seed)."""
@@ -83,22 +90,36 @@ def frame_steps(length: int, stride: int, max_frames: int | None) -> list[int | 
     return steps if max_frames is None else steps[: max_frames + 1]
 
 
+@dataclass(frozen=True)
+class Clip:
+    """One recorded episode to draw: reset with `seed`, then its states (`frame_steps`)."""
+
+    seed: int
+    arrays: dict[str, np.ndarray]
+    path: Path
+    max_frames: int | None = None
+
+    def steps(self) -> list[int | None]:
+        stride, _ = video_stride(float(self.arrays["meta_dt"]))
+        return frame_steps(len(self.arrays["qpos"]), stride, self.max_frames)
+
+
 def _draw_share(
     make: Callable[[], StateRenderer],
-    arrays: dict[str, np.ndarray],
-    steps: list[int | None],
+    clips: list[Clip],
+    k: int,
+    threads: int,
     out: queue.Queue[np.ndarray | BaseException],
 ) -> None:
-    """One renderer's frames (already its share of `steps`), in order, into `out`."""
+    """Renderer k's frames of every clip (frames k, k + threads, ...), in order, into `out`."""
     renderer = None
     try:
         renderer = make()
-        for t in steps:
-            out.put(
-                renderer.reset_frame()
-                if t is None
-                else renderer.frame(arrays["qpos"][t], arrays["qvel"][t])
-            )
+        for clip in clips:
+            renderer.reseed(clip.seed)
+            qpos, qvel = clip.arrays["qpos"], clip.arrays["qvel"]
+            for t in clip.steps()[k::threads]:
+                out.put(renderer.reset_frame() if t is None else renderer.frame(qpos[t], qvel[t]))
     except BaseException as exc:  # noqa: BLE001 - handed to the encoding thread, which raises it
         out.put(exc)
     finally:
@@ -126,12 +147,34 @@ def render_video(
     max_frames: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
     threads: int = 1,
+    frames_per_renderer: int = FRAMES_PER_RENDERER,
 ) -> int:
     """The mp4 of a recorded episode (reset with `seed`, then its states; at most `max_frames`
     after the first), real-time at most MAX_VIDEO_FPS; the number of frames written."""
-    stride, fps = video_stride(float(arrays["meta_dt"]))
-    steps = frame_steps(len(arrays["qpos"]), stride, max_frames)
-    threads = max(1, min(threads, len(steps)))
+    return render_videos(
+        env_id,
+        [Clip(seed, arrays, path, max_frames)],
+        size=size,
+        env_kwargs=env_kwargs,
+        threads=threads,
+        frames_per_renderer=frames_per_renderer,
+    )[0]
+
+
+def render_videos(
+    env_id: str,
+    clips: list[Clip],
+    *,
+    size: int,
+    env_kwargs: dict[str, Any] | None = None,
+    threads: int = 1,
+    frames_per_renderer: int = FRAMES_PER_RENDERER,
+) -> list[int]:
+    """`render_video` for several clips of one env, one after another, by the same renderers
+    (at most `threads`, each with `frames_per_renderer` frames or more to draw): making one, its
+    GL context, costs as much CPU as drawing 50 to 100 frames. The frames written to each."""
+    steps = [len(clip.steps()) for clip in clips]
+    threads = max(1, min(threads, sum(steps) // max(1, frames_per_renderer)))
     queues: list[queue.Queue[np.ndarray | BaseException]] = [
         queue.Queue(maxsize=AHEAD) for _ in range(threads)
     ]
@@ -139,9 +182,10 @@ def render_video(
         threading.Thread(
             target=_draw_share,
             args=(
-                lambda: StateRenderer(env_id, size, seed, env_kwargs),
-                arrays,
-                steps[k::threads],
+                lambda: StateRenderer(env_id, size, clips[0].seed, env_kwargs),
+                clips,
+                k,
+                threads,
                 queues[k],
             ),
             name=f"render-{k}",
@@ -151,14 +195,20 @@ def render_video(
     ]
     for worker in workers:
         worker.start()
-    writer = Mp4Writer(path, fps)
+    written: list[int] = []
     try:
-        for frame in _in_order(queues, len(steps)):
-            writer.add(frame)
+        for clip, n in zip(clips, steps, strict=True):
+            _, fps = video_stride(float(clip.arrays["meta_dt"]))
+            writer = Mp4Writer(clip.path, fps)
+            try:
+                for frame in _in_order(queues, n):
+                    writer.add(frame)
+            finally:
+                writer.close()
+            written.append(writer.frames)
     finally:
-        writer.close()
         _drain(queues, workers)
-    return writer.frames
+    return written
 
 
 def _drain(queues: list[queue.Queue[Any]], workers: list[threading.Thread]) -> None:

@@ -18,7 +18,14 @@ from activities.training.evaluation import deterministic_act
 from activities.training.reward_runtime import load_reward
 from activities.training.rollout import collect, collect_many
 from activities.training.sim import make_env, mujoco_env
-from activities.training.video import Mp4Writer, StateRenderer, render_video, video_stride
+from activities.training.video import (
+    Clip,
+    Mp4Writer,
+    StateRenderer,
+    render_video,
+    render_videos,
+    video_stride,
+)
 from tests.activities.training.rewards import RUN_FORWARD
 
 ENV = "Hopper-v5"  # ends early when it falls: lockstep episodes of different lengths
@@ -85,7 +92,9 @@ def test_a_video_drawn_from_recorded_states_shows_the_played_episode(tmp_path: P
     arrays, _ = collect(env, act, 0, 60, played, stride=stride)
     played.close()
     env.close()
-    drawn = render_video(ENV, 0, arrays, tmp_path / "drawn.mp4", size=64, threads=2)
+    drawn = render_video(
+        ENV, 0, arrays, tmp_path / "drawn.mp4", size=64, threads=2, frames_per_renderer=1
+    )
     assert drawn == played.frames == 1 + len(arrays["qpos"]) // stride
 
     def frames(path: Path) -> np.ndarray:
@@ -118,3 +127,32 @@ def test_mujocos_renderer_draws_what_the_env_renders():
     finally:
         renderer.close()
     assert drawn.std() > 5 and np.array_equal(drawn, seen)
+
+
+def test_clips_drawn_by_shared_renderers_are_the_clips_drawn_alone(tmp_path: Path):
+    # Three episodes of different seeds, as an evaluation checkpoint keeps them.
+    model, venv = _policy(seed=5)
+    act = deterministic_act(model, venv)
+    envs = [make_env(ENV, load_reward(RUN_FORWARD, "reward.py")) for _ in range(3)]
+    played = collect_many(envs, act, [0, 1, 2], 200)
+    for env in envs:
+        env.close()
+    clips = [
+        Clip(seed, arrays, tmp_path / f"together_{seed}.mp4", max_frames=6 + 3 * seed)
+        for seed, (arrays, _) in enumerate(played)
+    ]
+    # Each renderer goes from clip to clip: two of them share every clip's frames.
+    written = render_videos(ENV, clips, size=64, threads=2, frames_per_renderer=1)
+    assert written == [len(clip.steps()) for clip in clips] and len(set(written)) == 3
+
+    def frames(path: Path) -> np.ndarray:
+        with av.open(str(path)) as c:
+            return np.stack([f.to_ndarray(format="rgb24") for f in c.decode(video=0)])
+
+    for clip in clips:
+        alone = tmp_path / f"alone_{clip.seed}.mp4"
+        render_video(ENV, clip.seed, clip.arrays, alone, size=64, max_frames=clip.max_frames)
+        assert np.array_equal(frames(clip.path), frames(alone))
+    # Each clip starts from its own seed's reset state.
+    firsts = [frames(clip.path)[0] for clip in clips]
+    assert not np.array_equal(firsts[0], firsts[1])
