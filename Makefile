@@ -12,7 +12,7 @@ demo: setup
 test: setup
 	.venv/bin/ruff check .
 	.venv/bin/mypy
-	.venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=25
+	.venv/bin/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=25
 
 lint: setup
 	.venv/bin/ruff check .

@@ -77,3 +77,28 @@ def service_port(service: Service) -> int:
 def queue_prefix() -> str:
     """Each workflow test polls its own task queues."""
     return f"pftest-{uuid.uuid4().hex[:8]}"
+
+
+# The slowest files, slowest first (`--durations` of a full run). `make test` runs with
+# `--dist loadfile --no-loadscope-reorder`, so the two xdist workers start on these and the
+# many short files fill in behind them, instead of one worker finishing a long file alone.
+SLOW_FIRST = (
+    "tests/e2e/test_chaos.py",
+    "tests/e2e/test_batched_session.py",
+    "tests/e2e/test_llm_session.py",
+    "tests/e2e/test_resume.py",
+    "tests/activities/training/test_offpolicy.py",
+    "tests/browser/test_dashboard.py",
+    "tests/e2e/test_shaped_session.py",
+    "tests/e2e/test_benchmark_e2e.py",
+    "tests/activities/training/test_replay.py",
+    "tests/activities/training/test_outputs.py",
+    "tests/workers/local/test_bench_train.py",
+    "tests/activities/training/test_batched_ppo.py",
+    "tests/e2e/test_lessons_e2e.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))

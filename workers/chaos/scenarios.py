@@ -23,10 +23,10 @@ from workflows.contracts.session import SessionResult
 class Sizes:
     """How many trials each scenario runs, and how long its sessions train."""
 
-    llm_sessions: int = 3
+    llm_sessions: int = 2
     fault_rate: float = 0.3
     kills: int = 1
-    concurrent: int = 4
+    concurrent: int = 3
     restarts: int = 1
     downtime_s: float = 3.0
     timesteps: int = 2048  # sessions that only need to finish

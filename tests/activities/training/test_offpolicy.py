@@ -16,16 +16,16 @@ from tests.activities.training.rewards import RUN_FORWARD
 @pytest.mark.parametrize(("algo", "cls"), [("sac", SAC), ("td3", TD3)])
 async def test_off_policy_run_trains_evaluates_and_replays(tmp_path, algo, cls):
     train = ChildRequest(
-        env_id="HalfCheetah-v5", reward_source=RUN_FORWARD, timesteps=600, algo=algo
+        env_id="HalfCheetah-v5", reward_source=RUN_FORWARD, timesteps=300, algo=algo
     )
     summary = await run_child(TRAIN, train, tmp_path, timeout_s=300)
-    assert summary["timesteps_done"] >= 600
+    assert summary["timesteps_done"] >= 300
     assert summary["hyperparameters"]["algo"] == algo
     rows = [json.loads(x) for x in (tmp_path / "metrics/scalars.jsonl").read_text().splitlines()]
     assert rows and "critic_loss" in rows[-1] and "ep_return_mean" in rows[-1]
 
     model = cls.load(str(tmp_path / "model.zip"), device="cpu")  # plain SB3
-    assert model.num_timesteps >= 600
+    assert model.num_timesteps >= 300
     evaluate = ChildRequest(
         env_id="HalfCheetah-v5",
         reward_source=RUN_FORWARD,
@@ -42,20 +42,20 @@ async def test_a_resumed_off_policy_run_keeps_the_metrics_before_its_checkpoint(
     train = ChildRequest(
         env_id="HalfCheetah-v5",
         reward_source=RUN_FORWARD,
-        timesteps=600,
+        timesteps=300,
         algo="sac",
-        checkpoint_every=300,
+        checkpoint_every=150,
     )
     await run_child(TRAIN, train, first, timeout_s=300)
-    checkpoint = first / "checkpoints" / "step_300"
+    checkpoint = first / "checkpoints" / "step_150"
     before = (checkpoint / "scalars.jsonl").read_text().splitlines()
     assert before, "the checkpoint holds the metrics so far"
 
     again = train.model_copy(update={"resume_dir": str(checkpoint)})
     summary = await run_child(TRAIN, again, second, timeout_s=300)
-    assert summary["resumed_from_timesteps"] == 300 and summary["timesteps_done"] >= 600
+    assert summary["resumed_from_timesteps"] == 150 and summary["timesteps_done"] >= 300
     after = (second / "metrics/scalars.jsonl").read_text().splitlines()
     # The resumed run's metrics go on from the checkpoint's: earlier lines first, then more.
     assert after[: len(before)] == before and len(after) > len(before)
     steps = [json.loads(line)["timesteps"] for line in after]
-    assert steps == sorted(steps) and steps[-1] >= 600
+    assert steps == sorted(steps) and steps[-1] >= 300
