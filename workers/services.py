@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -46,22 +47,44 @@ def find_binary(name: str, package: str) -> str:
 
 _GIVEN: set[int] = set()  # ports free_port handed out in this process
 _GIVEN_LOCK = threading.Lock()
+_RANDOM = random.SystemRandom()  # processes started side by side draw different ports
 
 
 def free_port() -> int:
     """A TCP port free on localhost right now (for services started on free ports, and tests).
 
-    Never the same port twice in one process: services started side by side (the chaos lanes,
-    SeaweedFS's dozen ports) would otherwise race for a port the kernel offered to both.
+    Drawn at random below the kernel's ephemeral range: a port the kernel offers for bind(0)
+    comes from that range, which every outgoing connection also draws its source port from, so
+    between our check and the service's bind another process's connection could take it (seen:
+    SeaweedFS failing to start beside three test processes). Never the same port twice in one
+    process: services started side by side (the chaos lanes, SeaweedFS's dozen ports) would
+    otherwise race for a port offered to both.
     """
+    low, high = _PORT_RANGE
     with _GIVEN_LOCK:
         while True:
+            port = _RANDOM.randrange(low, high)
+            if port in _GIVEN:
+                continue
             with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
-            if port not in _GIVEN:
-                _GIVEN.add(port)
-                return port
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _GIVEN.add(port)
+            return port
+
+
+def _below_ephemeral() -> tuple[int, int]:
+    """Ports 10000 up to the start of the kernel's ephemeral range (Linux: 32768 by default)."""
+    try:
+        start = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        start = 32768
+    return 10000, max(start, 20000)
+
+
+_PORT_RANGE = _below_ephemeral()
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -98,3 +99,14 @@ def weed_pid(endpoint: str) -> int:
     match = re.search(r"pid=(\d+),", out.stdout)
     assert match, out.stdout
     return int(match.group(1))
+
+
+def test_free_ports_are_bindable_distinct_and_never_ephemeral():
+    # An ephemeral port may be taken by any process's next outgoing connection before the
+    # service binds it: free ports come from below that range.
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [free_port() for _ in range(200)]
+    assert len(set(ports)) == len(ports)
+    assert all(1024 < p < low for p in ports)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", ports[-1]))
