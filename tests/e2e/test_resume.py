@@ -16,8 +16,8 @@ from pathlib import Path
 from activities.artifacts import ArtifactStore
 from tests.builders import start_session
 
-CHECKPOINT_EVERY = 2048
-TIMESTEPS = 20_480
+CHECKPOINT_EVERY = 4096
+TIMESTEPS = 40_960
 
 
 def start_worker(pool: str, env: dict[str, str], log: Path) -> subprocess.Popen:
