@@ -107,18 +107,20 @@ class Clip:
 def _draw_share(
     make: Callable[[], StateRenderer],
     clips: list[Clip],
+    steps: list[list[int | None]],
     k: int,
     threads: int,
     out: queue.Queue[np.ndarray | BaseException],
 ) -> None:
-    """Renderer k's frames of every clip (frames k, k + threads, ...), in order, into `out`."""
+    """Renderer k's frames of every clip (its `steps` k, k + threads, ...), in order, into
+    `out`."""
     renderer = None
     try:
         renderer = make()
-        for clip in clips:
+        for clip, clip_steps in zip(clips, steps, strict=True):
             renderer.reseed(clip.seed)
             qpos, qvel = clip.arrays["qpos"], clip.arrays["qvel"]
-            for t in clip.steps()[k::threads]:
+            for t in clip_steps[k::threads]:
                 out.put(renderer.reset_frame() if t is None else renderer.frame(qpos[t], qvel[t]))
     except BaseException as exc:  # noqa: BLE001 - handed to the encoding thread, which raises it
         out.put(exc)
@@ -173,8 +175,8 @@ def render_videos(
     """`render_video` for several clips of one env, one after another, by the same renderers
     (at most `threads`, each with `frames_per_renderer` frames or more to draw): making one, its
     GL context, costs as much CPU as drawing 50 to 100 frames. The frames written to each."""
-    steps = [len(clip.steps()) for clip in clips]
-    threads = max(1, min(threads, sum(steps) // max(1, frames_per_renderer)))
+    steps = [clip.steps() for clip in clips]
+    threads = max(1, min(threads, sum(map(len, steps)) // max(1, frames_per_renderer)))
     queues: list[queue.Queue[np.ndarray | BaseException]] = [
         queue.Queue(maxsize=AHEAD) for _ in range(threads)
     ]
@@ -184,6 +186,7 @@ def render_videos(
             args=(
                 lambda: StateRenderer(env_id, size, clips[0].seed, env_kwargs),
                 clips,
+                steps,
                 k,
                 threads,
                 queues[k],
@@ -197,11 +200,11 @@ def render_videos(
         worker.start()
     written: list[int] = []
     try:
-        for clip, n in zip(clips, steps, strict=True):
+        for clip, clip_steps in zip(clips, steps, strict=True):
             _, fps = video_stride(float(clip.arrays["meta_dt"]))
             writer = Mp4Writer(clip.path, fps)
             try:
-                for frame in _in_order(queues, n):
+                for frame in _in_order(queues, len(clip_steps)):
                     writer.add(frame)
             finally:
                 writer.close()
