@@ -122,6 +122,17 @@ def warm_env_stack() -> None:
     env_spec(ENV_IDS[0])
 
 
+def prewarm_runners(names: list[str]) -> None:
+    """The pools that start runner children have their template import the runner's modules
+    while the worker waits for its first task (activities/runner/launch.py)."""
+    from activities.judging.job import MODULE as JUDGE_JOB
+    from activities.runner.supervisor import prewarm
+    from activities.training.job import MODULE as TRAIN_JOB
+
+    jobs = {"train": TRAIN_JOB, "judge": JUDGE_JOB}
+    prewarm(*(jobs[name] for name in names if name in jobs))
+
+
 async def run_pools(
     client: Client, settings: Settings, names: list[str], *, handle_signals: bool = True
 ) -> None:
@@ -132,6 +143,7 @@ async def run_pools(
     mark_not_dumpable()
     await log_sandbox_layers(names)
     warm_env_stack()
+    prewarm_runners(names)
     workers = [POOLS[name](client, settings) for name in names]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -4,7 +4,8 @@ The caller names the job (`ChildJob`: the stage's module and mode); this module 
 The child (the runner: trusted trainer and evaluator code, which starts the sandbox process for
 generated code itself) gets its own process group (killed whole, sandbox included, on cancel or
 timeout) and an environment holding no secrets (an allowlist: no AWS_*, no provider keys). Its
-output folder is written by it alone; the generated code's scratch folder is elsewhere.
+output folder is written by it alone; the generated code's scratch folder is elsewhere. It is
+forked from the worker's template process when it can be (launch.py), exec'd fresh otherwise.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import json
 import os
 import shutil
 import signal
-import sys
 import tempfile
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -25,6 +25,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from activities.runner import launch as launcher
 from activities.runner.protocol import RESULT_FILE, ChildFailed, ChildJob, ChildRequest
 
 OnEvent = Callable[[dict[str, Any]], Awaitable[None] | None]
@@ -64,6 +65,13 @@ def child_env() -> dict[str, str]:
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = "1"
     env["POLICYFORGE_PARENT_PID"] = str(os.getpid())
     return env
+
+
+def prewarm(*modules: str) -> None:
+    """Start this worker's runner template (launch.py) and have it import these job modules
+    now, so the first run forks as fast as later ones."""
+    for module in modules:
+        launcher.prewarm(module, child_env())
 
 
 def kill_group(pid: int) -> None:
@@ -118,21 +126,11 @@ async def _run(
     timeout_is_reward_fault: bool,
     run_tmp: str,
 ) -> dict[str, Any]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
+    proc = await launcher.launch(
         job.module,
-        job.mode,
-        "--request",
-        str(req_path),
-        "--out",
+        [job.mode, "--request", str(req_path), "--out", str(out_dir)],
         str(out_dir),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=out_dir,
-        env={**child_env(), "POLICYFORGE_RUN_TMP": run_tmp},
-        start_new_session=True,
+        {**child_env(), "POLICYFORGE_RUN_TMP": run_tmp},
     )
     assert proc.stdout is not None and proc.stderr is not None
     tail: deque[str] = deque(maxlen=STDERR_TAIL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import glob
 import json
+import os
 from pathlib import Path
 
 import av
@@ -72,13 +73,17 @@ async def test_cancel_kills_the_child_promptly(tmp_path: Path):
 
 
 def _processes_mentioning(text: str) -> list[str]:
+    """Processes whose command line or working folder holds `text` (a child forked from the
+    template has the template's command line, but works in its output folder)."""
     found = []
-    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+    for proc in glob.glob("/proc/[0-9]*"):
         try:
-            if text in Path(cmdline).read_bytes().decode(errors="replace"):
-                found.append(cmdline)
+            cmdline = Path(proc, "cmdline").read_bytes().decode(errors="replace")
+            cwd = os.readlink(Path(proc, "cwd"))
         except OSError:
             continue
+        if text in cmdline or text in cwd:
+            found.append(f"{proc}: {cmdline}")
     return found
 
 
