@@ -163,7 +163,10 @@ class Template:
             message = json.loads(data)
             if "id" in message:
                 future = self._pending.pop(message["id"])
-                if "error" in message:
+                if future.done():  # cancelled: nobody will supervise this child
+                    if "pid" in message:
+                        kill_group(message["pid"])
+                elif "error" in message:
                     future.set_exception(TemplateDown(message["error"]))
                 else:
                     exited: concurrent.futures.Future[int] = concurrent.futures.Future()
@@ -179,7 +182,8 @@ class Template:
             self.ended_at = time.monotonic()
             self._sock.close()
         for future in self._pending.values():
-            future.set_exception(TemplateDown("the runner template ended"))
+            if not future.done():
+                future.set_exception(TemplateDown("the runner template ended"))
         for exited in self._exits.values():
             exited.set_result(-signal.SIGKILL)
         self._pending.clear()
@@ -235,7 +239,9 @@ async def _fork(
         for fd in (null, out_w, err_w):
             os.close(fd)
     try:
-        pid, exited = await asyncio.wrap_future(future)
+        # Shielded: cancelling this wait must not cancel the request, whose pid is needed to
+        # kill the child it forks.
+        pid, exited = await asyncio.shield(asyncio.wrap_future(future))
     except BaseException:
         os.close(out_r)
         os.close(err_r)
@@ -246,10 +252,15 @@ async def _fork(
 
 
 def _kill_forked(future: concurrent.futures.Future[tuple[int, Any]]) -> None:
-    if future.cancelled() or future.exception() is not None:
-        return
+    if not future.cancelled() and future.exception() is None:
+        kill_group(future.result()[0])
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL a child's whole process group (its sandbox included); gone already is fine.
+    Every child leads a session of its own, forked or exec'd."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(future.result()[0], signal.SIGKILL)  # a session of its own (template.py)
+        os.killpg(pid, signal.SIGKILL)
 
 
 async def launch(module: str, args: list[str], cwd: str, env: dict[str, str]) -> RunningChild:

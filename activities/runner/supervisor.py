@@ -16,7 +16,6 @@ import inspect
 import json
 import os
 import shutil
-import signal
 import tempfile
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -72,12 +71,6 @@ def prewarm(*modules: str) -> None:
     now, so the first run forks as fast as later ones."""
     for module in modules:
         launcher.prewarm(module, child_env())
-
-
-def kill_group(pid: int) -> None:
-    """SIGKILL a child's whole process group (its sandbox included); gone already is fine."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 async def _drain(stream: asyncio.StreamReader, tail: deque[str]) -> None:
@@ -147,7 +140,7 @@ async def _run(
         await drain
     finally:
         # On success this only reaps stragglers; on error or cancellation it stops the run.
-        kill_group(proc.pid)
+        launcher.kill_group(proc.pid)
         if proc.returncode is None:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(proc.wait()), 5)

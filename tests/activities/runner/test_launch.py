@@ -3,6 +3,7 @@ end with it and with the worker."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ from activities.runner import launch
 from activities.runner.supervisor import REPO_ROOT, child_env
 
 PROBE = "tests.activities.runner.probe_child"
+SLOW_PROBE = "tests.activities.runner.slow_probe"
 
 
 @pytest.fixture(autouse=True)
@@ -108,6 +110,34 @@ async def test_children_end_with_their_template_and_a_new_one_serves_the_next_ru
     assert status == 0
     assert again["ppid"] not in (os.getpid(), info["ppid"])
     assert "activities.runner.template" in _cmdline(again["ppid"])
+
+
+def _working_in(folder: Path) -> list[int]:
+    """Live processes whose working folder is `folder`."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if Path(os.readlink(proc / "cwd")) == folder and not _gone(int(proc.name), 0):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+async def test_a_launch_cancelled_before_its_fork_leaves_no_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(launch, "_current", None)  # a template that has not imported SLOW_PROBE
+    await _probe(tmp_path, "0")
+    folder = tmp_path / "cancelled"
+    folder.mkdir()
+    task = asyncio.create_task(launch.launch(SLOW_PROBE, ["60"], str(folder), child_env()))
+    await asyncio.sleep(0.5)  # the template is importing SLOW_PROBE: no pid yet
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(3)  # the import ended and the child was forked, then killed
+    assert not _working_in(folder)
 
 
 WORKER = f"""
