@@ -169,11 +169,12 @@ class Template:
                 elif "error" in message:
                     future.set_exception(TemplateDown(message["error"]))
                 else:
-                    exited: concurrent.futures.Future[int] = concurrent.futures.Future()
-                    self._exits[message["pid"]] = exited
-                    future.set_result((message["pid"], exited))
+                    self._exits[message["pid"]] = concurrent.futures.Future()
+                    future.set_result((message["pid"], self._exits[message["pid"]]))
             elif "returncode" in message:
-                self._exits.pop(message["pid"]).set_result(message["returncode"])
+                exited = self._exits.pop(message["pid"], None)
+                if exited is not None:  # None: a child killed unsupervised, above
+                    exited.set_result(message["returncode"])
 
     def _end(self, proc: subprocess.Popen[bytes] | None) -> None:
         """The template is gone: its children died with it (PR_SET_PDEATHSIG)."""
@@ -248,7 +249,11 @@ async def _fork(
         # Cancelled before the pid came: the child must not run on unsupervised.
         future.add_done_callback(_kill_forked)
         raise
-    return ForkedChild(pid, await _reader(out_r), await _reader(err_r), exited)
+    try:
+        return ForkedChild(pid, await _reader(out_r), await _reader(err_r), exited)
+    except BaseException:
+        kill_group(pid)
+        raise
 
 
 def _kill_forked(future: concurrent.futures.Future[tuple[int, Any]]) -> None:
