@@ -80,7 +80,7 @@ def queue_prefix() -> str:
 
 
 # The slowest files, slowest first (`--durations` of a full run). `make test` runs with
-# `--dist loadfile --no-loadscope-reorder`, so the two xdist workers start on these and the
+# `--dist loadfile --no-loadscope-reorder`, so the xdist workers start on these and the
 # many short files fill in behind them, instead of one worker finishing a long file alone.
 SLOW_FIRST = (
     "tests/e2e/test_chaos.py",

@@ -103,13 +103,18 @@ def _protocol_stream() -> IO[str]:
 def _die_with_parent() -> None:
     """End with the worker that started us, even when it is SIGKILLed: no orphan keeps
     training (and writing) after its activity has been handed to another worker."""
+    parent = os.environ.get("POLICYFORGE_PARENT_PID", "")
+    die_with(int(parent) if parent.isdigit() else None)
+
+
+def die_with(parent: int | None) -> None:
+    """SIGKILL this process when its parent ends, and end it now if `parent` (the pid it was
+    started by) is already gone."""
     import ctypes
     import signal
 
-    parent = os.environ.get("POLICYFORGE_PARENT_PID", "")
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if parent.isdigit() and os.getppid() != int(parent):
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if parent is not None and os.getppid() != parent:
         os._exit(EXIT_FAILED)  # the parent was already gone before the line above
 
 

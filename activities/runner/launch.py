@@ -87,7 +87,7 @@ class Template:
     """One running template process and the thread that reads its answers."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
+        self.env = _comparable(env)  # what a run may vary stays out: each run brings its own
         self.alive = True
         self.ended_at: float | None = None
         self._lock = threading.Lock()
@@ -105,7 +105,7 @@ class Template:
         started.wait()
 
     def matches(self, env: dict[str, str]) -> bool:
-        return self.alive and _comparable(env) == _comparable(self.env)
+        return self.alive and _comparable(env) == self.env
 
     def fork(
         self, module: str, args: list[str], cwd: str, env: dict[str, str], fds: list[int]
@@ -210,8 +210,7 @@ def _template_for(env: dict[str, str]) -> Template | None:
                 return None
             _current = None
         if _current is None:
-            # What a run may vary stays out: each run brings its own.
-            _current = Template(_comparable(env))
+            _current = Template(env)
         return _current if _current.matches(env) else None
 
 

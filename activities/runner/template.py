@@ -33,11 +33,11 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from activities.runner.child import die_with
 from activities.sandbox.os_limits import mark_not_dumpable
 
 MAX_MESSAGE = 1 << 20
 PR_SET_NAME = 15
-PR_SET_PDEATHSIG = 1
 READY = "ready"
 
 
@@ -120,7 +120,7 @@ def serve(sock: socket.socket) -> Fork | None:
         started_r, started_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            _die_with(me)
+            die_with(me)
             # Its own session before the worker learns its pid: the worker kills runs by group.
             os.setsid()
             signal.set_wakeup_fd(-1)
@@ -155,17 +155,10 @@ def become(run: Fork) -> None:
     sys.modules.pop(run.module, None)
 
 
-def _die_with(parent: int) -> None:
-    """SIGKILL this process when `parent` ends (and now, if it already has)."""
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(1)
-
-
 def main(argv: list[str]) -> int:
     """Serve the worker on socket argv[0]; in a forked child, run the job (see the docstring)."""
     worker = os.environ.get("POLICYFORGE_PARENT_PID", "")
-    _die_with(int(worker) if worker.isdigit() else os.getppid())
+    die_with(int(worker) if worker.isdigit() else None)
     # As the runner children do (child.py): no core dump, ptrace or /proc/<pid>/mem into the
     # process every child is forked from.
     mark_not_dumpable()
