@@ -11,6 +11,7 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from tests.budget import BudgetReport, budget_s
 from workers.services import Service, find_binary, free_port, start_seaweedfs
 from workflows import search
 
@@ -97,6 +98,10 @@ SLOW_FIRST = (
     "tests/activities/training/test_batched_ppo.py",
     "tests/e2e/test_lessons_e2e.py",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(BudgetReport(budget_s()), "policyforge-budget")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,6 +1,9 @@
-"""The layout's rules, read from the import statements (inside functions too).
+"""The layout's rules, read from the import statements (inside functions too) and from imports by
+name (`importlib.import_module("...")`, `__import__("...")` with a literal name).
 
-- No import cycle among the project's modules.
+- No import cycle among the house's modules, the test suite's included.
+- Product code (`workflows`, `activities`, `workers`) never imports the test suite: the image
+  carries no `tests/`.
 - The workflow imports no activity or worker module (it runs in Temporal's sandbox, and it calls
   activities through `workflows/contracts/activities.py` only).
 - Activities import no worker module.
@@ -17,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("workflows", "activities", "workers")
+TESTS = "tests"
 STAGES = ("activities.llm", "activities.training", "activities.judging")
 SHARED = (
     "activities.artifacts",
@@ -31,7 +35,7 @@ SHARED = (
 
 def _modules() -> dict[str, Path]:
     found = {}
-    for package in PACKAGES:
+    for package in (*PACKAGES, TESTS):
         for path in (ROOT / package).rglob("*.py"):
             name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
             found[name.removesuffix(".__init__")] = path
@@ -60,12 +64,26 @@ def _imports() -> dict[str, set[str]]:
                     parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join([*parts, base] if base else parts)
                 names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            elif by_name := _imported_by_name(node):
+                names = [by_name]
             for name in names:
                 target = resolve(name)
                 if target and target != module:
                     graph[module].add(target)
         graph.setdefault(module, set())
     return graph
+
+
+def _imported_by_name(node: ast.AST) -> str | None:
+    """The module a call such as `importlib.import_module("tests.x")` imports, if literal."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    first = node.args[0]
+    if name in ("import_module", "__import__") and isinstance(first, ast.Constant):
+        return first.value if isinstance(first.value, str) else None
+    return None
 
 
 def _within(module: str, packages: tuple[str, ...] | str) -> str | None:
@@ -128,6 +146,19 @@ def _violations(rule) -> list[str]:  # noqa: ANN001
 
 def test_no_import_cycles() -> None:
     assert _cycles(_imports()) == []
+
+
+def test_product_code_never_imports_the_test_suite() -> None:
+    assert _violations(lambda m, t: _within(m, PACKAGES) and _within(t, TESTS)) == []
+
+
+def test_the_rules_see_imports_by_name_and_from_tests() -> None:
+    # The checks above would pass vacuously if the scan missed these forms.
+    tree = ast.parse("import importlib\nimportlib.import_module('tests.fakes.llm_server')")
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    assert [_imported_by_name(c) for c in calls] == ["tests.fakes.llm_server"]
+    graph = _imports()
+    assert "tests.fakes.llm_server" in graph["tests.chaos.stack"]
 
 
 def test_the_workflow_imports_no_activity_or_worker_code() -> None:

@@ -142,12 +142,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="JSON",
         help="with --candidates: our trainers' PPO settings over the preset (JSON object)",
     )
-    chaos = sub.add_parser(
-        "chaos", help="fault and load scenarios on a local stack of its own, as a table"
-    )
-    chaos.add_argument("--long", action="store_true", help="the long version (CI runs short)")
-    chaos.add_argument("--only", default=None, metavar="NAME[,NAME]", help="these scenarios")
-    chaos.add_argument("--json", action="store_true", help="print the rows as JSON")
     lessons_parser(sub)
     return p
 
@@ -328,10 +322,6 @@ def _main(argv: list[str] | None) -> None:
             cmd_bench_sandbox(args)
         elif args.command == "bench-train":
             cmd_bench_train(args)
-        elif args.command == "chaos":
-            from workers.chaos.run import cmd_chaos
-
-            cmd_chaos(args)
         elif args.command == "lessons":
             from workers.lessons import cmd_lessons
 

@@ -24,6 +24,9 @@ from workers.pools import run_pools
 from workers.services import free_port
 from workers.settings import Settings
 
+# Slow tier: Chromium against real sessions.
+pytestmark = pytest.mark.slow
+
 CHROMIUM = os.environ.get("POLICYFORGE_CHROMIUM", "/usr/bin/chromium")
 # As root and with no network: no sandbox, no background connections, a fresh profile.
 CHROMIUM_ARGS = [

@@ -68,7 +68,8 @@ def compose_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
         _wait_port(weed, s3_port, timeout=60)
         yield {**keys, "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{s3_port}"}
     finally:
-        weed.stop()
+        # `weed server` takes 10 s to stop on SIGTERM; its data is thrown away with tmp_path.
+        weed.stop(timeout=1)
 
 
 def run_bucket_job(env: dict[str, str], **extra: str) -> subprocess.CompletedProcess[str]:

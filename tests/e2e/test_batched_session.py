@@ -11,12 +11,16 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 from stable_baselines3 import PPO
 
 from activities.artifacts import ArtifactStore
 from tests.builders import start_session
-from tests.e2e.test_resume import start_worker, worker_env
+from tests.processes import orphans, start_worker, worker_env
 from workflows.contracts.keys import JUDGMENT
+
+# Slow tier: worker processes, a SIGKILL and the heartbeat timeout it waits out.
+pytestmark = pytest.mark.slow
 
 CHECKPOINT_EVERY = 2048
 TIMESTEPS = 8192
@@ -100,7 +104,4 @@ async def test_four_candidates_train_batched_and_resume_after_sigkill(
     assert best.run_prefix in prefixes
     model = PPO.load(io.BytesIO(store.get_bytes(best.model_key)), device="cpu")
     assert model.policy.action_space.shape == (3,)
-    assert (
-        "pf-batch"
-        not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    )
+    assert orphans("pf-batch") == []

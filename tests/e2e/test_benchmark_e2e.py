@@ -11,11 +11,16 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from activities.artifacts import ArtifactStore
 from workers.pools import run_pools
 from workers.settings import Settings
 from workflows.contracts.benchmark import BenchmarkStatus
 from workflows.contracts.keys import benchmark_result_key
+
+# Slow tier: a benchmark of real sessions through the CLI.
+pytestmark = pytest.mark.slow
 
 # Four cases the offline author expresses, on the cheapest envs to step and render.
 CASES = """env_id,intent,category,difficulty

@@ -1,9 +1,11 @@
-"""`policyforge chaos` in its short form: each fault and load scenario on a real local stack
-(Temporal dev server, SeaweedFS, the three worker pools as processes, the fake LLM server),
-through the same functions the command runs. Every row must be 100% finished with nothing lost
-and no secret found. The scenarios that kill processes run on one stack while the others load a
-second one, to keep CI short. The long form (`policyforge chaos --long`) is not run here; set
-POLICYFORGE_CHAOS_LONG=1 to run it as a test.
+"""The chaos drill (`python -m tests.chaos`) in its short form: each fault and load scenario on
+a real local stack (Temporal dev server, SeaweedFS, the three worker pools as processes, the
+fake LLM server), through the same functions the command runs. Every row must be 100% finished
+with nothing lost and no secret found. The scenarios that kill processes run on one stack while
+the others load a second one, to keep CI short. The short form's train_kill also holds what a
+killed training worker must leave behind (the resumed counter, the first attempt's scalars, the
+last evaluation checkpoint, no orphan child). The long form (`python -m tests.chaos --long`) is
+not run here; set POLICYFORGE_CHAOS_LONG=1 to run it as a test.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from workers.chaos.report import table
-from workers.chaos.run import run_in_lanes, run_scenarios
-from workers.chaos.scenarios import LONG, SCENARIOS, SHORT
+from tests.chaos.report import table
+from tests.chaos.run import run_in_lanes, run_scenarios
+from tests.chaos.scenarios import LONG, SCENARIOS, SHORT
+
+# Slow tier: six fault scenarios on two stacks of their own (minutes).
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.timeout(1200)  # beyond the suite's 600 s: six scenarios, each with its own limit
@@ -35,7 +40,7 @@ async def test_every_short_scenario_finishes_everything_and_loses_nothing(tmp_pa
 
 @pytest.mark.skipif(
     os.environ.get("POLICYFORGE_CHAOS_LONG") != "1",
-    reason="the long form takes long; run `policyforge chaos --long` (or set "
+    reason="the long form takes long; run `python -m tests.chaos --long` (or set "
     "POLICYFORGE_CHAOS_LONG=1)",
 )
 @pytest.mark.timeout(4 * 3600)

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from activities import lessons
 from activities.artifacts import ArtifactStore
 from tests.builders import start_session
 from workers.pools import run_pools
 from workers.settings import Settings
 from workflows.contracts.keys import lesson_key
+
+# Slow tier: two whole sessions one after the other.
+pytestmark = pytest.mark.slow
 
 
 async def test_a_second_session_starts_from_the_first_sessions_lesson(

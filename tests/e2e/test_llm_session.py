@@ -14,34 +14,11 @@ import pytest
 
 from activities.artifacts import ArtifactStore
 from tests.builders import FORWARD_REWARD, start_session
+from tests.fakes.agents import CRITERIA, JUDGE, agent_of
 from tests.fakes.llm_server import Error, FakeLLMServer, Reply, Tools
 from workers.pools import run_pools
 from workers.settings import Settings
 from workflows.session import SessionWorkflow
-
-CRITERIA = [
-    {
-        "name": "stays_up",
-        "description": "It does not end the episode early.",
-        "measure": "1 when terminated[-1] is false",
-        "target": 1.0,
-        "direction": "at_least",
-    },
-    {
-        "name": "moves",
-        "description": "Its joints move.",
-        "measure": "mean absolute qvel, rad/s",
-        "target": 0.001,
-        "direction": "at_least",
-    },
-    {
-        "name": "finite_reward",
-        "description": "The reward stays finite.",
-        "measure": "1 when every step's reward is finite",
-        "target": 1.0,
-        "direction": "at_least",
-    },
-]
 
 # Runs fine until the first step: then NameError, which the fixer must repair.
 BROKEN_REWARD = """
@@ -61,24 +38,6 @@ THIRD_REWARD = REVISED_REWARD.replace(
     '"ctrl": -0.05', '"alive": 0.5,\n            "ctrl": -0.05'
 ).replace('["forward", "ctrl"]', '["forward", "alive", "ctrl"]')
 
-# The trajectory judge is satisfied by any policy that stays up and moves; what passes or fails
-# an iteration is the scripted video judge, and a disagreement brings in the synthesizer.
-JUDGE = """
-import numpy as np
-
-def judge_fn(trajectory):
-    up = 0.0 if trajectory["terminated"][-1] else 1.0
-    motion = float(np.mean(np.abs(trajectory["qvel"])))
-    moves = 1.0 if motion >= 0.001 else 0.0
-    finite = 1.0 if np.all(np.isfinite(trajectory["reward"])) else 0.0
-    return {
-        "score": (up + moves + finite) / 3,
-        "criteria": {"stays_up": up, "moves": moves, "finite_reward": finite},
-        "diagnosis": f"mean |qvel| {motion:.3f}; terminated: {bool(trajectory['terminated'][-1])}",
-        "failure_tags": [] if up else ["fell"],
-    }
-"""
-
 # What the scripted video judge sees in iterations 1, 2 and 3.
 VIDEO_VERDICTS = [
     {"moves_forward": "not_met", "stays_up": "not_met"},
@@ -87,24 +46,6 @@ VIDEO_VERDICTS = [
 ]
 # What the synthesizer settles on when the judges disagree (iterations 1 and 2).
 SETTLED = [0.25, 0.6]
-
-AGENTS = {
-    "judgment synthesizer": "synthesizer",
-    "video question answerer": "video_question",
-    "visual judge planner": "vlm_criteria",
-    "visual judge.": "vlm_judge",
-    "intent elicitor": "elicitor",
-    "reward author": "reward_author",
-    "judge author": "judge_author",
-    "reward reviewer": "reviewer",
-    "code fixer": "fixer",
-    "reward reviser": "reviser",
-}
-
-
-def agent_of(system: str) -> str:
-    first = system.strip().splitlines()[0]
-    return next(name for key, name in AGENTS.items() if f"policyforge's {key}" in first)
 
 
 def tools(calls: list[tuple[str, dict[str, Any]]], input_tokens: int, output_tokens: int) -> Tools:
@@ -253,6 +194,7 @@ def tool_results(server: FakeLLMServer, agent: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+@pytest.mark.slow  # three iterations, every agent
 async def test_llm_session_fails_twice_revises_with_tools_and_passes(
     temporal_env, s3, queue_prefix, monkeypatch
 ):

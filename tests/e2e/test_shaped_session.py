@@ -9,6 +9,7 @@ import io
 from typing import Any
 
 import numpy as np
+import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from activities.artifacts import ArtifactStore
@@ -16,9 +17,13 @@ from activities.training.evaluation import deterministic_act
 from activities.training.policy_io import load_model, load_vecnormalize
 from activities.training.sim import make_env
 from tests.builders import FORWARD_REWARD
-from tests.e2e.test_llm_session import CRITERIA, JUDGE, agent_of, llm_session, tools
+from tests.e2e.test_llm_session import llm_session, tools
+from tests.fakes.agents import CRITERIA, JUDGE, agent_of
 from tests.fakes.llm_server import Reply
 from workflows.contracts import keys
+
+# Slow tier: an LLM session training batched candidates.
+pytestmark = pytest.mark.slow
 
 SHAPED_REWARD = (
     FORWARD_REWARD

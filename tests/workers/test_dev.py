@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from urllib.request import urlopen
 
+import pytest
+
 from workers.services import free_port, port_in_use
 
 CLI = [sys.executable, "-m", "workers.cli"]
@@ -46,6 +48,7 @@ def wait_for_line(proc: subprocess.Popen, text: str, timeout: float) -> list[str
     raise AssertionError(f"no {text!r} within {timeout}s: {seen}")
 
 
+@pytest.mark.slow  # policyforge dev as a process, a session through it
 def test_dev_then_run_then_status_then_ctrl_c(tmp_path: Path):
     env = dev_env(tmp_path / "state")
     dev = subprocess.Popen(

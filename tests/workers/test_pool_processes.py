@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.builders import start_session
 
 POOLS = {"llm": "author_reward", "train": "train_policy", "judge": "judge_rollout"}
@@ -26,6 +28,7 @@ def logged_activities(path: Path) -> set[str]:
     return out
 
 
+@pytest.mark.slow  # three worker processes
 async def test_a_session_runs_across_three_worker_processes(
     temporal_env, s3, queue_prefix, tmp_path: Path
 ):

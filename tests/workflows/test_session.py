@@ -28,6 +28,7 @@ from workflows.contracts.judging import (
     VisualJudgment,
     VisualVerdict,
 )
+from workflows.contracts.lessons import LessonRequest
 from workflows.contracts.llm import (
     AuthorRequest,
     AuthorResult,
@@ -339,6 +340,11 @@ class Script:
                 failure_tags=[] if passed else ["too_slow"],
             )
 
+        @activity.defn(name="record_lesson")
+        async def record_lesson(req: LessonRequest) -> str:
+            script.log("record_lesson", req)
+            return f"lessons/{req.env_id}/stand-in.md"
+
         return {
             "llm": [
                 elicit_criteria,
@@ -353,7 +359,7 @@ class Script:
                 ask_video,
             ],
             "train": [validate_reward, validate_judge, train_policy, train_batch, evaluate_policy],
-            "judge": [judge_rollout, session_tool],
+            "judge": [judge_rollout, session_tool, record_lesson],
         }
 
 

@@ -94,6 +94,7 @@ def test_each_candidate_has_its_own_optimiser_and_exports_to_plain_sb3(tmp_path:
     ppo.close()
 
 
+@pytest.mark.slow  # trains until learning shows
 def test_candidates_learn_together_with_rewards_in_their_sandboxes():
     # InvertedPendulum: episodes end when the pole falls, so learning shows as longer episodes.
     boxes = [SandboxClient() for _ in range(2)]
@@ -222,6 +223,7 @@ def test_validation_refuses_bad_shaping_and_the_single_trainer_refuses_any(tmp_p
         run(job.TRAIN, SHAPED, "train")
 
 
+@pytest.mark.slow  # two trainings side by side
 def test_an_export_in_the_middle_of_training_changes_nothing_in_it(tmp_path: Path):
     # Evaluation checkpoints export candidates between updates; SB3 reseeds the global
     # generators when it builds a model, which must not reach the training's exploration noise.

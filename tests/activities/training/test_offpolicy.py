@@ -37,6 +37,7 @@ async def test_off_policy_run_trains_evaluates_and_replays(tmp_path, algo, cls):
     assert result["episode_length"] == 20
 
 
+@pytest.mark.slow  # off-policy training, twice
 async def test_a_resumed_off_policy_run_keeps_the_metrics_before_its_checkpoint(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
     train = ChildRequest(

@@ -48,6 +48,7 @@ def test_cli_rejects_bad_input_in_one_line():
     assert "--env: unknown environment" in str(err.value) and "--timesteps" in str(err.value)
 
 
+@pytest.mark.slow  # two trainers, side by side
 def test_tiny_bench_runs_both_sides(monkeypatch: pytest.MonkeyPatch):
     # One torch thread for the plain side here: on a loaded 2-core test machine its default
     # two threads can make a single PPO update take tens of seconds.
@@ -75,6 +76,7 @@ def test_tiny_bench_runs_both_sides(monkeypatch: pytest.MonkeyPatch):
     assert "ratio" in table(out)[-1]
 
 
+@pytest.mark.slow  # three trainers, side by side
 def test_tiny_candidates_bench_runs_the_three_sides(monkeypatch: pytest.MonkeyPatch):
     from workers.local.bench_candidates import bench_candidates
     from workers.local.bench_candidates import table as candidates_table

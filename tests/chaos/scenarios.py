@@ -13,10 +13,13 @@ from typing import Any
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import WorkflowHandle
 
-from workers.chaos.checks import Outcome, activity_retries, finish, start
-from workers.chaos.report import Row, percentile
-from workers.chaos.stack import LLM_TIMEOUT_S, PROVIDER_KEY, Stack, _tests_module
-from workflows.contracts.session import SessionResult
+from activities.artifacts import ArtifactStore
+from tests.chaos.checks import Outcome, activity_retries, finish, start
+from tests.chaos.report import Row, percentile
+from tests.chaos.stack import LLM_TIMEOUT_S, PROVIDER_KEY, Stack
+from tests.fakes.llm_server import Faults
+from tests.processes import checkpoint_in_heartbeat, orphans
+from workflows.contracts.session import RunRecord, SessionResult
 
 
 @dataclass(frozen=True)
@@ -121,8 +124,7 @@ async def llm_faults(stack: Stack, sizes: Sizes) -> Row:
     """LLM sessions through the fake server while it fails `fault_rate` of the calls: 429 with
     retry-after, 500, 503, answers slower than the client timeout, malformed bodies."""
     assert stack.client is not None and stack.llm is not None
-    fakes = _tests_module("tests.fakes.llm_server")
-    faults = fakes.Faults(rate=sizes.fault_rate, seed=1, slow_s=2 * LLM_TIMEOUT_S)
+    faults = Faults(rate=sizes.fault_rate, seed=1, slow_s=2 * LLM_TIMEOUT_S)
     store = stack.store()
     before = len(stack.llm.requests)
     stack.llm.faults = faults
@@ -186,14 +188,13 @@ async def train_kill(stack: Stack, sizes: Sizes) -> Row:
     """A session per kill: the train worker is SIGKILLed after the first checkpoint and a new
     one started; the retried training resumes from the checkpoint and the session finishes."""
     assert stack.client is not None
-    resume = _tests_module("tests.e2e.test_resume")
     store = stack.store()
     outcomes: list[Outcome] = []
     recoveries: list[float] = []
     resumed = 0
     for _ in range(sizes.kills):
         handle = await start(stack, timesteps=sizes.kill_timesteps)
-        details = await resume.checkpoint_in_heartbeat(handle, timeout=sizes.session_timeout_s)
+        details = await checkpoint_in_heartbeat(handle, timeout=sizes.session_timeout_s)
         pending = await _pending_train(handle)
         attempt = pending.attempt if pending is not None else 1
         late = [] if pending is not None else [f"{handle.id}: trained before the kill came"]
@@ -209,13 +210,19 @@ async def train_kill(stack: Stack, sizes: Sizes) -> Row:
         else:
             recoveries.append(recovery)
         if outcome.result is not None and outcome.result.best is not None:
-            run = outcome.result.best.best_run
-            summary = json.loads(store.get_text(run.run_prefix + "summary.json"))
-            start_at = summary.get("resumed_from_timesteps")
-            if start_at is not None and start_at >= details["checkpoint_timesteps"]:
-                resumed += 1
-            else:
-                outcome.problems.append(f"{handle.id}: training restarted from {start_at}")
+            problems = await asyncio.to_thread(
+                _resume_problems,
+                store,
+                outcome.result.best.best_run,
+                details["checkpoint_timesteps"],
+                sizes.kill_timesteps,
+            )
+            outcome.problems += [f"{handle.id}: {p}" for p in problems]
+            resumed += not problems
+    if not any("resuming" in line for line in stack.log_lines()):
+        outcomes[-1].problems.append("no train worker logged that it resumed")
+    # The killed worker's training children died with it (they were in its process group).
+    outcomes[-1].problems += [f"orphan left by the kill: {line}" for line in orphans("pf-train")]
     row = _tally(Row("train_kill", trials=len(outcomes)), outcomes)
     row.figures = {
         "kills": len(outcomes),
@@ -223,6 +230,26 @@ async def train_kill(stack: Stack, sizes: Sizes) -> Row:
         "max_recovery_s": max(recoveries, default=0.0),
     }
     return row
+
+
+def _resume_problems(store: ArtifactStore, run: RunRecord, killed_at: int, total: int) -> list[str]:
+    """What is wrong with a run resumed after the kill: it must have continued its counter from
+    the checkpoint seen before the kill (not from zero), kept the first attempt's scalars, and
+    have its last evaluation checkpoint and final episode kept."""
+    summary = json.loads(store.get_text(run.run_prefix + "summary.json"))
+    start_at = summary.get("resumed_from_timesteps")
+    problems = []
+    if start_at is None or not killed_at <= start_at < total:
+        problems.append(f"training restarted from {start_at}, not from {killed_at} or later")
+    if summary["timesteps_done"] < total:
+        problems.append(f"trained {summary['timesteps_done']} of {total} steps")
+    lines = store.get_text(run.run_prefix + "metrics/scalars.jsonl").splitlines()
+    steps = [json.loads(line)["timesteps"] for line in lines]
+    if not steps or min(steps) >= killed_at:
+        problems.append("the scalars from before the kill were lost")
+    kept = [run.video_key, run.trajectory_key, run.run_prefix + "evals/pct_100/returns.json"]
+    problems += [f"{key} missing" for key in kept if not key or not store.exists(key)]
+    return problems
 
 
 # --- 4. concurrent sessions ---------------------------------------------------------------------

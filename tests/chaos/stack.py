@@ -2,35 +2,32 @@
 restarted), SeaweedFS, the fake LLM server and the three worker pools as OS processes.
 
 Its S3 secret and its provider key are made up and distinctive, so that the secret scan can
-look for them anywhere. Workers run as `python -m workers.<pool>` through the helper the resume
-test uses (tests/e2e/test_resume.py), writing their logs under the stack's folder.
+look for them anywhere. Workers run as `python -m workers.<pool>` (tests/processes.py), writing
+their logs under the stack's folder.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import os
 import secrets
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import boto3
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.artifacts import ArtifactStore
+from tests.chaos.llm_script import ChaosScript
+from tests.fakes.llm_server import FakeLLMServer
+from tests.processes import start_worker
 from workers.services import Service, free_port, start_seaweedfs, start_temporal
-
-if TYPE_CHECKING:
-    from tests.fakes.llm_server import FakeLLMServer
 
 BUCKET = "policyforge-chaos"
 PROVIDER_KEY = "sk-ant-test-SECRET123"
@@ -38,21 +35,6 @@ LLM_MODEL = "claude-sonnet-4-6"
 LLM_TIMEOUT_S = 3.0  # the fake server's "slow" fault answers after twice this
 CHECKPOINT_EVERY = 2048
 POOLS = ("llm", "train", "judge")
-
-
-def _tests_module(name: str) -> Any:
-    """A module of the test suite (not type-checked, so imported by name); a clear error when
-    policyforge runs from an installed package rather than a checkout."""
-    checkout = str(Path(__file__).resolve().parents[2])  # the folder holding workers/, tests/
-    if (Path(checkout) / "tests").is_dir() and checkout not in sys.path:
-        sys.path.append(checkout)
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        raise SystemExit(
-            f"policyforge chaos needs the test suite ({name}): run it from a checkout "
-            f"with the dev extra installed ({exc})"
-        ) from None
 
 
 def _kill_group(service: Service) -> None:
@@ -164,10 +146,7 @@ class Stack:
 
     def start_worker(self, pool: str) -> subprocess.Popen[bytes]:
         """Start one pool's worker process (replacing the handle of a previous one)."""
-        resume = _tests_module("tests.e2e.test_resume")
-        proc: subprocess.Popen[bytes] = resume.start_worker(
-            pool, {**os.environ, **self.env()}, self.logs / f"{pool}-worker.log"
-        )
+        proc = start_worker(pool, {**os.environ, **self.env()}, self.logs / f"{pool}-worker.log")
         self.workers[pool] = proc
         return proc
 
@@ -220,13 +199,11 @@ class Stack:
 async def running_stack(root: Path, train_concurrency: int = 2) -> AsyncIterator[Stack]:
     """A started stack (servers, fake LLM server, three workers, a client), stopped when the
     block ends."""
-    fakes = _tests_module("tests.fakes.llm_server")
-    chaos_script = importlib.import_module("workers.chaos.llm_script")
     stack = Stack(root=root, train_concurrency=train_concurrency)
     stack.logs.mkdir(parents=True, exist_ok=True)
     try:
-        stack.llm = fakes.FakeLLMServer().start()
-        stack.llm.responder = chaos_script.ChaosScript()
+        stack.llm = FakeLLMServer().start()
+        stack.llm.responder = ChaosScript()
         await asyncio.to_thread(stack.start_temporal)
         await asyncio.to_thread(stack.start_s3)
         for pool in POOLS:

@@ -5,33 +5,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from workers.chaos.stack import _tests_module
+from tests.builders import FORWARD_REWARD
+from tests.fakes.agents import CRITERIA, JUDGE, agent_of
+from tests.fakes.llm_server import Tools
 
 
 class ChaosScript:
     """A stateless responder for `FakeLLMServer.responder` (safe under concurrent sessions)."""
 
-    def __init__(self) -> None:
-        self._fakes = _tests_module("tests.fakes.llm_server")
-        self._session = _tests_module("tests.e2e.test_llm_session")
-        self._reward: str = _tests_module("tests.builders").FORWARD_REWARD
+    _reward = FORWARD_REWARD
 
     def __call__(self, provider: str, body: dict[str, Any]) -> Any:
         """The reply (a `Tools`) to one request, chosen by the agent its system prompt names."""
         system = body.get("system")
         if isinstance(system, list):
             system = " ".join(block.get("text", "") for block in system)
-        agent = self._session.agent_of(str(system))
+        agent = agent_of(str(system))
         call = self._answer(agent)
-        return self._fakes.Tools([call], input_tokens=1000, output_tokens=100)
+        return Tools([call], input_tokens=1000, output_tokens=100)
 
     def _answer(self, agent: str) -> tuple[str, dict[str, Any]]:
         if agent == "elicitor":
-            return "submit_criteria", {"criteria": self._session.CRITERIA}
+            return "submit_criteria", {"criteria": CRITERIA}
         if agent == "reward_author":
             return "submit_reward", {"code": self._reward, "summary": "forward speed"}
         if agent == "judge_author":
-            return "submit_judge", {"code": self._session.JUDGE, "summary": "up and moving"}
+            return "submit_judge", {"code": JUDGE, "summary": "up and moving"}
         if agent == "reviewer":
             return "submit_review", {"verdict": "LGTM", "notes": "fine"}
         if agent == "fixer":

@@ -16,7 +16,8 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from activities.artifacts import ArtifactStore
-from workers.chaos.stack import LLM_MODEL, Stack, _tests_module
+from tests.builders import start_session
+from tests.chaos.stack import LLM_MODEL, Stack
 from workflows.contracts.session import RunRecord, SessionResult
 
 FINISHED = ("passed", "not_passed")
@@ -26,7 +27,6 @@ async def start(stack: Stack, *, llm: bool = False, timesteps: int = 2048, **inp
     """A one-iteration session on the stack (offline author unless `llm`), without the video
     judge; its handle (tests/builders.py starts it)."""
     assert stack.client is not None
-    builders = _tests_module("tests.builders")
     fields: dict[str, Any] = {
         "prompt": "run forward as fast as possible",
         "env_id": "HalfCheetah-v5",
@@ -37,7 +37,7 @@ async def start(stack: Stack, *, llm: bool = False, timesteps: int = 2048, **inp
         **({"llm_model": LLM_MODEL} if llm else {}),
         **inputs,
     }
-    return await builders.start_session(stack.client, stack.queue_prefix, **fields)
+    return await start_session(stack.client, stack.queue_prefix, **fields)
 
 
 async def wait_result(

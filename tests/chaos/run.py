@@ -1,4 +1,5 @@
-"""Running the scenarios in order on one stack, and the `policyforge chaos` command."""
+"""Running the scenarios in order on one stack, and the drill's command
+(`python -m tests.chaos`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from workers.chaos.report import Row, as_json, table
-from workers.chaos.scenarios import LONG, SCENARIOS, SHORT, Sizes
-from workers.chaos.stack import running_stack
+from tests.chaos.report import Row, as_json, table
+from tests.chaos.scenarios import LONG, SCENARIOS, SHORT, Sizes
+from tests.chaos.stack import running_stack
 
 
 def selected(only: str | None) -> list[str]:
@@ -71,9 +72,17 @@ async def run_in_lanes(names: Sequence[str], sizes: Sizes, root: Path) -> list[R
     return [rows[n] for n in names]
 
 
-def cmd_chaos(args: argparse.Namespace) -> None:
-    """`policyforge chaos [--long] [--only NAME[,NAME]] [--json]`: the table, exit 1 if a row
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m tests.chaos [--long] [--only NAME[,NAME]] [--json]`: the table, exit 1 if a row
     is not 100% finished with nothing lost."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.chaos",
+        description="fault and load scenarios on a local stack of its own, as a table",
+    )
+    parser.add_argument("--long", action="store_true", help="the long version (CI runs short)")
+    parser.add_argument("--only", default=None, metavar="NAME[,NAME]", help="these scenarios")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args(argv)
     names = selected(args.only)
     sizes = LONG if args.long else SHORT
     with tempfile.TemporaryDirectory(prefix="policyforge-chaos-") as tmp:
