@@ -45,9 +45,11 @@ def percent(counts: dict[str, int]) -> float:
 
 def table(totals: dict[str, dict[str, int]]) -> str:
     """One row per package and a total row."""
-    rows = [f"{'package':<28} {'stmts':>6} {'miss':>6} {'branch':>6} {'brmiss':>6} {'cover':>6}"]
+    rows = [f"{'package':<34} {'stmts':>6} {'miss':>6} {'branch':>6} {'brmiss':>6} {'cover':>6}"]
     overall = dict.fromkeys(FIELDS, 0)
     for package, counts in totals.items():
+        if not counts["num_statements"]:
+            continue  # a folder of data files (templates)
         for name in FIELDS:
             overall[name] += counts[name]
         rows.append(_row(package, counts))
@@ -59,7 +61,7 @@ def _row(name: str, counts: dict[str, int]) -> str:
     missed = counts["num_statements"] - counts["covered_lines"]
     partial = counts["num_branches"] - counts["covered_branches"]
     return (
-        f"{name:<28} {counts['num_statements']:>6} {missed:>6} {counts['num_branches']:>6} "
+        f"{name:<34} {counts['num_statements']:>6} {missed:>6} {counts['num_branches']:>6} "
         f"{partial:>6} {percent(counts):>5.1f}%"
     )
 

@@ -84,18 +84,18 @@ def test_tiny_candidates_bench_runs_the_three_sides(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     lines: list[str] = []
     out = bench_candidates(
-        "HalfCheetah-v5", 1024, 3, target=-1e9, eval_every=512, procs=2, say=lines.append
+        "HalfCheetah-v5", 1024, 2, target=-1e9, eval_every=512, procs=2, say=lines.append
     )
     for side in ("batched", "per_candidate", "plain"):
         fig = out[side]
-        assert fig["steps"] >= 3 * 1024
-        assert set(fig["final_returns"]) == {"c0", "c1", "c2"}
-        assert fig["reached_target"] == 3 and fig["time_to_target_all_s"] is not None
+        assert fig["steps"] >= 2 * 1024
+        assert set(fig["final_returns"]) == {"c0", "c1"}
+        assert fig["reached_target"] == 2 and fig["time_to_target_all_s"] is not None
         assert fig["steps_per_second"] > 0
     # The batched side splits 3 candidates over 2 processes and reports where its time went.
     assert set(out["batched"]["seconds"]) == {"rollout", "reward", "update"}
     text = "\n".join(candidates_table(out))
-    assert "c2 forward x1 ctrl x2" in text and "plain SB3" in text
+    assert "c1 forward x1 ctrl x0.5" in text and "plain SB3" in text
     assert any(line.startswith("batched: ") and "steps/s" in line for line in lines)
 
 
