@@ -37,7 +37,8 @@ async def test_training_leaves_scalars_tensorboard_and_eval_checkpoints(tmp_path
     req = ChildRequest(
         env_id="Hopper-v5",
         reward_source=RUN_FORWARD,
-        timesteps=8192,
+        timesteps=2048,
+        ppo={"n_steps": 32},  # four updates: one per evaluation checkpoint
         eval_checkpoint_episodes=3,
         max_steps=20,
     )
@@ -85,7 +86,9 @@ async def test_checkpoints_kept_beside_training_are_the_ones_kept_in_it(tmp_path
     req = ChildRequest(
         env_id="Hopper-v5",
         reward_source=RUN_FORWARD,
-        timesteps=8192,
+        # Four updates of 16 x 32 steps: one for each evaluation checkpoint.
+        timesteps=2048,
+        ppo={"n_steps": 32},
         eval_checkpoint_episodes=3,
         max_steps=20,
     )
