@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,19 +37,30 @@ def worker_env(temporal_env: Any, queue_prefix: str, checkpoint_every: int) -> d
     }
 
 
-async def checkpoint_in_heartbeat(handle: Any, timeout: float = 120) -> dict[str, Any]:
-    """The heartbeat details of the running train_policy once they name a checkpoint."""
+async def heartbeat_until(
+    handle: Any, activity: str, pick: Callable[[dict[str, Any]], Any], timeout: float = 120
+) -> Any:
+    """What `pick` finds in the heartbeat details of the session's running `activity`, as soon
+    as it finds something (not None)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:
         desc = await handle.describe()
         for pending in desc.raw_description.pending_activities:
-            if pending.activity_type.name == "train_policy" and pending.heartbeat_details.payloads:
-                details: dict[str, Any] = json.loads(pending.heartbeat_details.payloads[0].data)
-                if details.get("checkpoint_key"):
-                    return details
+            if pending.activity_type.name == activity and pending.heartbeat_details.payloads:
+                found = pick(json.loads(pending.heartbeat_details.payloads[0].data))
+                if found is not None:
+                    return found
         await asyncio.sleep(0.5)
-    raise AssertionError("no checkpoint was heartbeated")
+    raise AssertionError(f"no {activity} heartbeat named what the test waits for")
+
+
+async def checkpoint_in_heartbeat(handle: Any, timeout: float = 120) -> dict[str, Any]:
+    """The heartbeat details of the running train_policy once they name a checkpoint."""
+    details: dict[str, Any] = await heartbeat_until(
+        handle, "train_policy", lambda d: d if d.get("checkpoint_key") else None, timeout
+    )
+    return details
 
 
 def orphans(marker: str) -> list[str]:

@@ -17,7 +17,7 @@ from stable_baselines3 import PPO
 
 from activities.artifacts import ArtifactStore
 from tests.builders import start_session
-from tests.processes import orphans, start_worker, worker_env
+from tests.processes import heartbeat_until, orphans, start_worker, worker_env
 from workflows.contracts.keys import JUDGMENT
 
 # Slow tier: worker processes, a SIGKILL and the heartbeat timeout it waits out.
@@ -40,20 +40,10 @@ def logged_activities(path: Path) -> set[str]:
     return out
 
 
-async def batch_checkpoint_in_heartbeat(handle, timeout: float = 180) -> int:
-    """The checkpoint step of the running train_batch once its heartbeat names one."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        desc = await handle.describe()
-        for pending in desc.raw_description.pending_activities:
-            if pending.activity_type.name == "train_batch" and pending.heartbeat_details.payloads:
-                details = json.loads(pending.heartbeat_details.payloads[0].data)
-                steps = [g.get("checkpoint_timesteps") for g in details["groups"].values()]
-                if all(steps):
-                    return min(steps)
-        await asyncio.sleep(0.5)
-    raise AssertionError("no batch checkpoint was heartbeated")
+def _batch_checkpoint(details: dict) -> int | None:
+    """The batch's checkpoint step once every group of the batch has one."""
+    steps = [g.get("checkpoint_timesteps") for g in details["groups"].values()]
+    return min(steps) if steps and all(steps) else None
 
 
 async def test_candidates_train_batched_and_resume_after_sigkill(
@@ -77,7 +67,7 @@ async def test_candidates_train_batched_and_resume_after_sigkill(
             candidates=2,
             eval_max_steps=30,
         )
-        killed_at = await batch_checkpoint_in_heartbeat(handle)
+        killed_at = await heartbeat_until(handle, "train_batch", _batch_checkpoint, timeout=180)
         assert CHECKPOINT_EVERY <= killed_at < TIMESTEPS
         first.send_signal(signal.SIGKILL)
         first.wait(10)
