@@ -129,16 +129,16 @@ SLOW_FIRST = (
     "tests/e2e/test_chaos.py",
     "tests/e2e/test_batched_session.py",
     "tests/e2e/test_llm_session.py",
-    "tests/e2e/test_resume.py",
-    "tests/activities/training/test_offpolicy.py",
-    "tests/browser/test_dashboard.py",
     "tests/e2e/test_shaped_session.py",
-    "tests/e2e/test_benchmark_e2e.py",
-    "tests/activities/training/test_replay.py",
-    "tests/activities/training/test_outputs.py",
+    "tests/browser/test_dashboard.py",
     "tests/workers/local/test_bench_train.py",
-    "tests/activities/training/test_batched_ppo.py",
+    "tests/e2e/test_benchmark_e2e.py",
+    "tests/workers/test_dev.py",
     "tests/e2e/test_lessons_e2e.py",
+    "tests/activities/training/test_offpolicy.py",
+    "tests/activities/training/test_outputs.py",
+    "tests/activities/sandbox/test_os_layer.py",
+    "tests/activities/training/test_batched_ppo.py",
 )
 
 
