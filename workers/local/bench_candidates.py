@@ -35,6 +35,7 @@ from typing import Any
 from activities.runner.protocol import ChildRequest
 from activities.runner.supervisor import run_child
 from activities.training import job
+from workers.local.bench_physics import bare_physics, physics_line, share
 from workers.local.bench_train import (
     _CONSTANT,
     _EXTRA_KEYS,
@@ -239,8 +240,10 @@ def bench_candidates(
     sides: tuple[str, ...] = SIDES,
     ppo: dict[str, Any] | None = None,
     say: Line | None = None,
+    physics_seconds: float = 3.0,
 ) -> dict[str, Any]:
-    """The sides on K candidates, one after the other; their figures side by side."""
+    """The env's bare physics on `procs` processes, then the sides on K candidates, one after
+    the other; their figures side by side, each with its share of that physics."""
     if not 1 <= k <= MAX_CANDIDATES:
         raise BenchError(f"--candidates must be between 1 and {MAX_CANDIDATES} (got {k})")
     if timesteps <= 0:
@@ -275,16 +278,23 @@ def bench_candidates(
         "weights": {c["name"]: c["weights"] for c in cands},
         "ppo_overrides": dict(ppo or {}),
     }
+    if say:
+        say(f"bare physics: {env_id} with zero actions on {procs} processes ...")
+    out["physics"] = bare_physics(env_id, procs, seconds=physics_seconds)
+    if say:
+        say(physics_line(out["physics"]))
     for side in sides:
         if say:
             say(f"{side}: {k} candidates x {timesteps:,} steps on {procs} processes ...")
         raw = runners[side](env_id, cands, timesteps, seed, every, procs)
-        out[side] = _figures(raw, names, goal, procs)
+        fig = out[side] = _figures(raw, names, goal, procs)
+        fig["physics_share"] = share(fig["steps_per_second"], out["physics"])
+        fig["training_physics_share"] = share(fig["training_steps_per_second"], out["physics"])
         if say:
-            fig = out[side]
             say(
                 f"{side}: {fig['wall_s']:.0f} s, {fig['steps_per_second']:,.0f} steps/s "
-                f"({fig['training_steps_per_second']:,.0f} training only)"
+                f"({fig['training_steps_per_second']:,.0f} training only), "
+                f"{fig['physics_share']:.0%} of bare physics"
             )
     return out
 
@@ -309,6 +319,12 @@ def table(out: dict[str, Any]) -> list[str]:
     ]
     for name, key in rows:
         lines.append(f"{name:<34}" + "".join(f"{cell(out[s][key]):>15}" for s in sides))
+    for name, key in (
+        ("share of bare physics (wall)", "physics_share"),
+        ("share of bare physics (training)", "training_physics_share"),
+    ):
+        lines.append(f"{name:<34}" + "".join(f"{out[s][key]:>15.0%}" for s in sides))
+    lines.append(physics_line(out["physics"]))
     lines.append("")
     lines.append(f"{'final return (env reward)':<34}" + "".join(f"{label[s]:>15}" for s in sides))
     for name, w in out["weights"].items():

@@ -13,7 +13,9 @@ they are evaluated at the same timesteps.
 - plain: `python -m workers.local.bench_plain`: `PPO("MlpPolicy", gym.make(env_id))`
   with SB3's defaults (one env, no VecNormalize, torch's default threads), no sandbox.
 
-Figures per side: steps/s (timesteps / training wall, evaluations excluded), the final
+First the env's bare physics is stepped on one process (workers/local/bench_physics.py): the
+ceiling each side's steps/s is shown as a share of. Figures per side: steps/s (timesteps /
+training wall, evaluations excluded), the final
 evaluation's return, and the training wall time at the first evaluation whose return reached
 the target. The default targets (`DEFAULT_TARGETS`) are chosen as a clear sign of learning
 that our presets reach within a few hundred thousand steps on one core, not as "solved"
@@ -34,6 +36,7 @@ from typing import Any
 from activities.runner.protocol import ChildRequest
 from activities.runner.supervisor import REPO_ROOT, repo_pythonpath, run_child
 from activities.training import job
+from workers.local.bench_physics import bare_physics, physics_line, share
 from workers.local.train import _run_sync
 
 # Target evaluation returns (env's own reward, one deterministic episode).
@@ -234,9 +237,11 @@ def bench(
     eval_every: int | None = None,
     seed: int = 0,
     on_eval: OnEval | None = None,
+    physics_seconds: float = 3.0,
 ) -> dict[str, Any]:
-    """Both sides on the env, one after the other, and their figures side by side; BenchError
-    when the env's reward cannot be rebuilt or a side fails."""
+    """The env's bare physics on one process (each side trains on one), then both sides, one
+    after the other, and their figures side by side with their share of that physics;
+    BenchError when the env's reward cannot be rebuilt or a side fails."""
     if timesteps <= 0:
         raise BenchError(f"timesteps must be positive (got {timesteps})")
     every = eval_every or max(1, timesteps // 10)
@@ -245,6 +250,7 @@ def bench(
         raise BenchError(f"{env_id}: no default target; give --target")
     check_reward(env_id, seed=seed)
     report = on_eval or (lambda _side, _event: None)
+    physics = bare_physics(env_id, 1, seconds=physics_seconds)
     with tempfile.TemporaryDirectory(prefix="pf-bench-train-") as tmp:
         ours = run_ours(env_id, timesteps, every, seed, Path(tmp), report)
     plain = run_plain(env_id, timesteps, every, seed, report)
@@ -254,9 +260,12 @@ def bench(
         "eval_every": every,
         "seed": seed,
         "target": goal,
+        "physics": physics,
         "ours": _figures(ours, goal),
         "plain": _figures(plain, goal),
     }
+    for side in ("ours", "plain"):
+        out[side]["physics_share"] = share(out[side]["steps_per_second"], physics)
     out["steps_per_second_ratio"] = round(
         out["ours"]["steps_per_second"] / max(out["plain"]["steps_per_second"], 1e-9), 2
     )
@@ -288,8 +297,11 @@ def table(out: dict[str, Any]) -> list[str]:
         ("evaluations", str(len(ours["evals"])), str(len(plain["evals"]))),
         ("envs x torch threads", f"{ours['n_envs']} x {ours['torch_threads']}",
          f"{plain['n_envs']} x {plain['torch_threads']}"),
+        ("share of bare physics", f"{ours['physics_share']:.0%}",
+         f"{plain['physics_share']:.0%}"),
     ]  # fmt: skip
     lines = [f"{'':<26}{'ours':>14}{'plain SB3':>14}"]
     lines += [f"{label:<26}{a:>14}{b:>14}" for label, a, b in rows]
     lines.append(f"steps/s ratio (ours / plain): {out['steps_per_second_ratio']:.2f}")
+    lines.append(physics_line(out["physics"]))
     return lines

@@ -8,6 +8,7 @@ import pytest
 from activities.training.reward_runtime import load_reward
 from activities.training.sim import make_env
 from workers.cli import _parser, cmd_bench_train
+from workers.local.bench_physics import bare_physics, physics_line, share
 from workers.local.bench_train import (
     REWARD_FILENAME,
     BenchError,
@@ -60,6 +61,7 @@ def test_tiny_bench_runs_both_sides(monkeypatch: pytest.MonkeyPatch):
         target=-1e9,  # reached at the first evaluation
         eval_every=2048,
         on_eval=lambda side, ev: seen.append((side, ev["timesteps"])),
+        physics_seconds=0.3,
     )
     assert seen == [("ours", 2048), ("ours", 4096), ("plain", 2048), ("plain", 4096)]
     for side in ("ours", "plain"):
@@ -73,7 +75,14 @@ def test_tiny_bench_runs_both_sides(monkeypatch: pytest.MonkeyPatch):
         assert 0 < walls[0] < walls[1]
     assert out["ours"]["n_envs"] == 16 and out["plain"]["n_envs"] == 1
     assert out["steps_per_second_ratio"] > 0
-    assert "ratio" in table(out)[-1]
+    # Each side is shown against the bare physics measured in the same run, on one process.
+    assert out["physics"]["procs"] == 1 and out["physics"]["steps_per_second"] > 0
+    for side in ("ours", "plain"):
+        assert out[side]["physics_share"] == pytest.approx(
+            out[side]["steps_per_second"] / out["physics"]["steps_per_second"], rel=1e-2
+        )
+    text = table(out)
+    assert "share of bare physics" in "\n".join(text) and text[-1].startswith("bare physics")
 
 
 @pytest.mark.slow  # three trainers, side by side
@@ -84,7 +93,14 @@ def test_tiny_candidates_bench_runs_the_three_sides(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     lines: list[str] = []
     out = bench_candidates(
-        "HalfCheetah-v5", 1024, 2, target=-1e9, eval_every=512, procs=2, say=lines.append
+        "HalfCheetah-v5",
+        1024,
+        2,
+        target=-1e9,
+        eval_every=512,
+        procs=2,
+        say=lines.append,
+        physics_seconds=0.3,
     )
     for side in ("batched", "per_candidate", "plain"):
         fig = out[side]
@@ -94,9 +110,23 @@ def test_tiny_candidates_bench_runs_the_three_sides(monkeypatch: pytest.MonkeyPa
         assert fig["steps_per_second"] > 0
     # The batched side splits 3 candidates over 2 processes and reports where its time went.
     assert set(out["batched"]["seconds"]) == {"rollout", "reward", "update"}
+    assert out["physics"]["procs"] == 2 and out["physics"]["steps_per_second"] > 0
+    for side in ("batched", "per_candidate", "plain"):
+        assert 0 < out[side]["physics_share"] <= out[side]["training_physics_share"]
     text = "\n".join(candidates_table(out))
     assert "c1 forward x1 ctrl x0.5" in text and "plain SB3" in text
+    assert "share of bare physics (training)" in text and "bare physics (zero actions" in text
     assert any(line.startswith("batched: ") and "steps/s" in line for line in lines)
+
+
+def test_bare_physics_steps_the_envs_model_with_no_policy():
+    one = bare_physics("Hopper-v5", 1, seconds=0.2, n_datas=4)
+    assert one["procs"] == 1 and one["datas_per_process"] == 4
+    assert one["steps_per_second"] > 0 and one["per_process"] == one["steps_per_second"]
+    assert share(one["steps_per_second"] / 4, one) == pytest.approx(0.25, abs=1e-3)
+    assert "4 envs" in physics_line(one)
+    with pytest.raises(ValueError, match="must be positive"):
+        bare_physics("Hopper-v5", 0)
 
 
 def test_candidates_bench_rejects_bad_input_in_one_line():
