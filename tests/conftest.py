@@ -16,6 +16,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from activities.artifacts import DEFAULT_BUCKET
 from tests.budget import BudgetReport, budget_s
 from workers.services import Service, find_binary, free_port, port_in_use, start_seaweedfs
 from workers.settings import Settings
@@ -95,7 +96,7 @@ def _dev_s3() -> Iterator[str]:
         pytest.exit(f"POLICYFORGE_TEST_DEV=1: no S3 server at {endpoint}", 2)
     for name, value in (
         ("AWS_ENDPOINT_URL_S3", endpoint),
-        ("POLICYFORGE_BUCKET", "policyforge"),
+        ("POLICYFORGE_BUCKET", DEFAULT_BUCKET),
         ("AWS_ACCESS_KEY_ID", "policyforge"),
         ("AWS_SECRET_ACCESS_KEY", "policyforge"),
     ):
