@@ -63,7 +63,31 @@ async def checkpoint_in_heartbeat(handle: Any, timeout: float = 120) -> dict[str
     return details
 
 
-def orphans(marker: str) -> list[str]:
-    """Command lines of running processes that carry `marker` (a runner child's title)."""
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in ps.splitlines() if marker in line]
+def _stat(pid: int) -> tuple[int, str] | None:
+    """(parent pid, state letter) of a process, None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1]), fields[0]
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` now (its children, theirs, ...): what a kill of `pid` must
+    take with it. Read before the kill; afterwards orphans have a new parent."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        stat = _stat(int(entry.name))
+        if stat is not None:
+            parents[int(entry.name)] = stat[0]
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def still_running(pids: set[int]) -> list[int]:
+    """The ones of `pids` that still run (a zombie has ended; only its reaping is left)."""
+    return sorted(p for p in pids if (stat := _stat(p)) is not None and stat[1] != "Z")

@@ -18,7 +18,7 @@ from tests.chaos.checks import Outcome, activity_retries, finish, start
 from tests.chaos.report import Row, percentile
 from tests.chaos.stack import LLM_TIMEOUT_S, PROVIDER_KEY, Stack
 from tests.fakes.llm_server import Faults
-from tests.processes import checkpoint_in_heartbeat, orphans
+from tests.processes import checkpoint_in_heartbeat, still_running
 from workflows.contracts.session import RunRecord, SessionResult
 
 
@@ -192,6 +192,7 @@ async def train_kill(stack: Stack, sizes: Sizes) -> Row:
     outcomes: list[Outcome] = []
     recoveries: list[float] = []
     resumed = 0
+    family: set[int] = set()
     for _ in range(sizes.kills):
         handle = await start(stack, timesteps=sizes.kill_timesteps)
         details = await checkpoint_in_heartbeat(handle, timeout=sizes.session_timeout_s)
@@ -199,7 +200,7 @@ async def train_kill(stack: Stack, sizes: Sizes) -> Row:
         attempt = pending.attempt if pending is not None else 1
         late = [] if pending is not None else [f"{handle.id}: trained before the kill came"]
         killed_at = time.time()
-        stack.kill_worker("train")
+        family |= stack.kill_worker("train")
         stack.start_worker("train")
         recovery = await _until_trained_again(handle, killed_at, attempt, sizes.session_timeout_s)
         outcome = await finish(store, handle, sizes.session_timeout_s)
@@ -221,8 +222,10 @@ async def train_kill(stack: Stack, sizes: Sizes) -> Row:
             resumed += not problems
     if not any("resuming" in line for line in stack.log_lines()):
         outcomes[-1].problems.append("no train worker logged that it resumed")
-    # The killed worker's training children died with it (they were in its process group).
-    outcomes[-1].problems += [f"orphan left by the kill: {line}" for line in orphans("pf-train")]
+    # The killed worker's runner template and training children died with it.
+    outcomes[-1].problems += [
+        f"pid {p} outlived the kill of its worker" for p in still_running(family)
+    ]
     row = _tally(Row("train_kill", trials=len(outcomes)), outcomes)
     row.figures = {
         "kills": len(outcomes),

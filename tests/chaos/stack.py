@@ -26,7 +26,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from activities.artifacts import ArtifactStore
 from tests.chaos.llm_script import ChaosScript
 from tests.fakes.llm_server import FakeLLMServer
-from tests.processes import start_worker
+from tests.processes import descendants, start_worker
 from workers.services import Service, free_port, start_seaweedfs, start_temporal
 
 BUCKET = "policyforge-chaos"
@@ -150,11 +150,14 @@ class Stack:
         self.workers[pool] = proc
         return proc
 
-    def kill_worker(self, pool: str) -> None:
-        """SIGKILL one pool's worker process."""
+    def kill_worker(self, pool: str) -> set[int]:
+        """SIGKILL one pool's worker process; the processes it had below it then (its runner
+        template and children), which must die with it."""
         proc = self.workers[pool]
+        family = descendants(proc.pid)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
+        return family
 
     def log_lines(self) -> list[str]:
         """Every line the worker processes printed so far."""

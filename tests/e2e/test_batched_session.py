@@ -17,7 +17,7 @@ from stable_baselines3 import PPO
 
 from activities.artifacts import ArtifactStore
 from tests.builders import start_session
-from tests.processes import heartbeat_until, orphans, start_worker, worker_env
+from tests.processes import descendants, heartbeat_until, start_worker, still_running, worker_env
 from workflows.contracts.keys import JUDGMENT
 
 # Slow tier: worker processes, a SIGKILL and the heartbeat timeout it waits out.
@@ -69,6 +69,8 @@ async def test_candidates_train_batched_and_resume_after_sigkill(
         )
         killed_at = await heartbeat_until(handle, "train_batch", _batch_checkpoint, timeout=180)
         assert CHECKPOINT_EVERY <= killed_at < TIMESTEPS
+        family = descendants(first.pid)  # its runner template and the batch's child
+        assert family
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         second = start_worker("train", env, log)
@@ -123,4 +125,5 @@ async def test_candidates_train_batched_and_resume_after_sigkill(
     assert best.run_prefix in prefixes
     model = PPO.load(io.BytesIO(store.get_bytes(best.model_key)), device="cpu")
     assert model.policy.action_space.shape == (3,)
-    assert orphans("pf-batch") == []
+    # The killed worker's template and training child died with it.
+    assert still_running(family) == []
