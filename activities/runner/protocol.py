@@ -96,6 +96,8 @@ class ChildRequest(BaseModel):
     # train_batch: the candidates trained together (each in a sandbox of its own).
     members: list[BatchMember] = Field(default_factory=list)
     progress_interval_s: float = 2.0
+    # train / train_batch: cores the run may use (physics threads and torch threads).
+    threads: int = 1
     # Checkpoint every this many timesteps (0: never); resume from a checkpoint folder.
     checkpoint_every: int = 0
     resume_dir: str | None = None

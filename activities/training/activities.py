@@ -13,7 +13,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -24,7 +24,13 @@ from temporalio.exceptions import ApplicationError
 from activities.artifacts import ArtifactStore
 from activities.logs import activity_logger
 from activities.metrics import TrainingMeter
-from activities.runner.protocol import CHECKPOINT_FILES, ChildFailed, ChildJob, ChildRequest
+from activities.runner.protocol import (
+    BATCH_CHECKPOINT_FILES,
+    CHECKPOINT_FILES,
+    ChildFailed,
+    ChildJob,
+    ChildRequest,
+)
 from activities.runner.supervisor import run_child, sandbox_refused
 from activities.training import beside, job
 from activities.training.presets import config_variants
@@ -198,6 +204,34 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
         return ValidateResult(ok=True, steps=int(result["steps"]))
 
 
+# A single run's checkpoint: the engine's (a batch of one), or the SB3 trainer's (SAC, TD3, a
+# warm start, and runs that began before the engine trained single runs).
+RUN_CHECKPOINT_FILES = BATCH_CHECKPOINT_FILES + CHECKPOINT_FILES
+_RUNNING: list[object] = []  # training children in progress in this worker (their core shares)
+
+
+def cores() -> int:
+    """The cores this worker may use (its CPU affinity, which a container's cpuset sets)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def sharing_cores(children: int = 1) -> Iterator[int]:
+    """Count `children` training children as running while the block runs; the threads each
+    may use: this worker's cores shared by every child in progress (a child started later gets
+    a smaller share; the OS shares the cores when they overlap)."""
+    token = object()
+    _RUNNING.extend([token] * children)
+    try:
+        yield max(1, cores() // len(_RUNNING))
+    finally:
+        for _ in range(children):
+            _RUNNING.remove(token)
+
+
 def checkpoint_every(timesteps: int) -> int:
     """Timesteps between checkpoints: about ten per run, at least 10k steps apart."""
     raw = os.environ.get("POLICYFORGE_CHECKPOINT_EVERY", "")
@@ -273,14 +307,19 @@ async def train_policy(req: TrainRequest) -> TrainResult:
     )
     # Heartbeats from start to end, downloads and uploads included (a heartbeat timeout is set).
     async with _heartbeating(lambda: progress):
-        with tempfile.TemporaryDirectory(prefix="pf-train-", ignore_cleanup_errors=True) as tmp:
+        with (
+            sharing_cores() as threads,
+            tempfile.TemporaryDirectory(prefix="pf-train-", ignore_cleanup_errors=True) as tmp,
+        ):
+            child = child.model_copy(update={"threads": threads})
             out = Path(tmp) / "out"
             if resume_from is not None:
                 assert resume_from.checkpoint_key is not None
                 local = Path(tmp) / "resume"
-                for name in CHECKPOINT_FILES:
+                # The engine's checkpoint, or the SB3 trainer's from before an upgrade.
+                for name in RUN_CHECKPOINT_FILES:
                     key = resume_from.checkpoint_key + name
-                    if name != "scalars.jsonl" or await asyncio.to_thread(store.exists, key):
+                    if await asyncio.to_thread(store.exists, key):
                         await _download(store, key, local / name)
                 child = child.model_copy(update={"resume_dir": str(local)})
                 log.info("resuming", timesteps=resume_from.checkpoint_timesteps)
@@ -307,7 +346,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
                     # Upload first, then heartbeat its key: a retry only sees complete checkpoints.
                     folder = out / event["dir"]
                     key = checkpoint_key(prefix, event["timesteps"])
-                    for name in CHECKPOINT_FILES:
+                    for name in RUN_CHECKPOINT_FILES:
                         if (folder / name).exists():
                             await asyncio.to_thread(store.put_file, key + name, folder / name)
                     progress = progress.model_copy(

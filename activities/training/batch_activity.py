@@ -43,6 +43,7 @@ from activities.training.activities import (
     _upload_folder,
     checkpoint_every,
     config_overrides,
+    sharing_cores,
     train_result,
     train_timeout_s,
 )
@@ -136,11 +137,12 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
 
     t0 = time.monotonic()
 
-    async def one(i: int, members: list[BatchMemberRef], tmp: Path) -> None:
+    async def one(i: int, members: list[BatchMemberRef], tmp: Path, threads: int) -> None:
         name = f"g{i}"
         out = tmp / name / "out"
         child = ChildRequest(
             env_id=req.env_id,
+            threads=threads,
             timesteps=req.timesteps,
             seed=req.seed,
             checkpoint_every=checkpoint_every(req.timesteps),
@@ -249,8 +251,11 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
 
     log.info("training batch", members=len(req.members), groups=len(groups))
     async with _heartbeating(lambda: progress):
-        with tempfile.TemporaryDirectory(prefix="pf-batch-", ignore_cleanup_errors=True) as tmp:
-            await asyncio.gather(*(one(i, g, Path(tmp)) for i, g in enumerate(groups)))
+        with (
+            sharing_cores(len(groups)) as threads,
+            tempfile.TemporaryDirectory(prefix="pf-batch-", ignore_cleanup_errors=True) as tmp,
+        ):
+            await asyncio.gather(*(one(i, g, Path(tmp), threads) for i, g in enumerate(groups)))
     wall = time.monotonic() - t0
     ordered = [results[m.run_name] for m in req.members]
     steps = sum(r.timesteps_done - (r.resumed_from_timesteps or 0) for r in ordered)

@@ -22,7 +22,7 @@ from activities.runner.protocol import ChildJob, ChildRequest
 from activities.training.run_spec import EvalJob, TrainJob
 
 if TYPE_CHECKING:
-    from activities.training.reward_runtime import Rewards
+    from activities.training.reward_runtime import ColumnRewards
 
 MODULE = "activities.training.job"
 VALIDATE = ChildJob(MODULE, "validate")
@@ -37,7 +37,7 @@ NICENESS = 5
 EVALUATE_MEMBERS_BESIDE = ChildJob(MODULE, "evaluate_members_beside")
 
 
-def _rewards(req: ChildRequest, run: child.Run) -> Rewards:
+def _rewards(req: ChildRequest, run: child.Run) -> ColumnRewards:
     """The session's reward: in the sandbox; in-process only for the benchmark's own reward."""
     from activities.sandbox.client import SandboxRewards
     from activities.training.reward_runtime import LocalRewards, load_reward
@@ -114,7 +114,7 @@ def _validate(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     return validate(req.env_id, rewards, req.steps, req.seed, req.env_kwargs)
 
 
-def _check_shaping(req: ChildRequest, rewards: Rewards) -> None:
+def _check_shaping(req: ChildRequest, rewards: ColumnRewards) -> None:
     """Parse the reward's SHAPING against the env; ShapingError (one line) when it cannot
     apply."""
     raw = getattr(rewards, "shaping", None)
@@ -136,15 +136,19 @@ def _check_shaping(req: ChildRequest, rewards: Rewards) -> None:
 
 
 def _train(req: ChildRequest, run: child.Run) -> dict[str, Any]:
-    _one_torch_thread()
     reward = _rewards(req, run)
+    if _on_engine(req):
+        from activities.training.batched.run import train_single
+
+        return train_single(req, reward, run.out, run.emit, threads=max(1, req.threads))
+    _one_torch_thread()
     if getattr(reward, "shaping", None):
         from activities.sandbox.reward_code import RewardLoadError
 
         # Fail closed rather than train without the shaping the reward asked for.
         raise RewardLoadError(
-            f"{req.reward_filename}: SHAPING is applied by batched training only: run the "
-            "session with --candidates 2 or more (PPO, no warm start), or drop SHAPING"
+            f"{req.reward_filename}: SHAPING is applied by PPO runs without a warm start "
+            f"(this one: algo {req.algo}{', warm start' if req.init_dir else ''}); drop SHAPING"
         )
     job = train_job(req, run.out)
     if job.algo != "ppo":
@@ -156,10 +160,18 @@ def _train(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     return ppo.train(job, reward, run.emit)
 
 
+def _on_engine(req: ChildRequest) -> bool:
+    """Whether a single run trains on the batched engine: PPO, not a warm start (it loads an
+    SB3 model), and not resuming a checkpoint the SB3 trainer wrote before an upgrade."""
+    from activities.runner.protocol import CHECKPOINT_FILES
+
+    legacy = req.resume_dir is not None and (Path(req.resume_dir) / CHECKPOINT_FILES[0]).exists()
+    return req.algo == "ppo" and req.init_dir is None and not legacy
+
+
 def _train_batch(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     from activities.training.batched.run import train_batch
 
-    _one_torch_thread()
     return train_batch(req, run.boxes, run.out, run.emit)
 
 
@@ -215,6 +227,7 @@ MODES: dict[str, child.ModeSpec] = {
             *_POLICY,
             "activities.training.ppo",
             "activities.training.offpolicy",
+            "activities.training.batched.run",
             "tensorboardX",
         ),
         unguarded_ok=True,

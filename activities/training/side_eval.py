@@ -156,7 +156,7 @@ def _keep(req: ChildRequest, reward: Rewards, watch: Path, marker: dict[str, Any
         folder,
         req.env_id,
         reward,
-        _saved_policy(req, folder),
+        saved_policy(req, folder),
         episodes=req.eval_checkpoint_episodes,
         max_steps=req.max_steps,
         fraction=marker["fraction"],
@@ -164,7 +164,7 @@ def _keep(req: ChildRequest, reward: Rewards, watch: Path, marker: dict[str, Any
     )
 
 
-def _saved_policy(req: ChildRequest, folder: Path) -> Callable[[Any], Any]:
+def saved_policy(req: ChildRequest, folder: Path) -> Callable[[Any], Any]:
     """The deterministic action of the policy saved in `folder`, through its saved statistics."""
     env = make_env(req.env_id, None, req.env_kwargs)
     vecnorm = policy_io.load_vecnormalize(folder / VECNORMALIZE, DummyVecEnv([lambda: env]))

@@ -22,7 +22,8 @@ from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
 
 from activities.behaviours.sensors import BodySensors
 from activities.envs.quiet import quiet_mujoco
-from activities.training.batched.kernels import Kernel, Stepped, kernel_for, step_physics
+from activities.training.batched.kernels import Kernel, Stepped, kernel_for
+from activities.training.batched.physics import PhysicsStepper
 from activities.training.batched.shaping import Shaping, height_index, height_offset
 
 
@@ -53,6 +54,7 @@ class BatchEnvs:
         env_kwargs: dict[str, Any] | None = None,
         sensors: bool = False,
         generic: bool = False,
+        threads: int = 1,
     ) -> None:
         quiet_mujoco()
         made = [gym.make(env_id, **(env_kwargs or {})) for _ in range(n)]
@@ -64,6 +66,8 @@ class BatchEnvs:
         self.observation_space = made[0].observation_space
         self.action_space = cast(gym.spaces.Box, made[0].action_space)
         self.kernel: Kernel | None = None if generic else kernel_for(env_id, self.envs[0])
+        # Kernel envs step their physics on `threads` threads; the others go through env.step.
+        self.stepper = PhysicsStepper(self.envs, threads if self.kernel is not None else 1)
         found = BodySensors(env_id, self.envs[0].model) if sensors else None
         self.sensors = None if found is None or found.empty else found
         self._seed = seed
@@ -150,7 +154,7 @@ class BatchEnvs:
     ) -> tuple[Stepped, np.ndarray, np.ndarray]:
         datas = [e.data for e in self.envs]
         before = kernel.before(np.array([d.qpos for d in datas]), datas)
-        qpos, qvel = step_physics(self.envs, actions, kernel.needs_cfrc)
+        qpos, qvel = self.stepper.step(actions, kernel.needs_cfrc)
         return kernel.after(qpos, qvel, datas, actions, before), qpos, qvel
 
     def _generic_step(self, actions: np.ndarray) -> Stepped:
@@ -169,5 +173,6 @@ class BatchEnvs:
         )
 
     def close(self) -> None:
+        self.stepper.close()
         for e in self.envs:
             e.close()

@@ -64,7 +64,7 @@ def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
     venv.ret_rms.mean = np.asarray(norm.ret_rms.mean[k])
     venv.ret_rms.var = np.asarray(norm.ret_rms.var[k])
     venv.ret_rms.count = float(norm.ret_rms.count[k])
-    with warnings.catch_warnings(), _global_rngs_kept():
+    with warnings.catch_warnings(), global_rngs_kept():
         # SB3 warns that the minibatch exceeds this one-env buffer: it never trains here.
         warnings.simplefilter("ignore", UserWarning)
         model = build_model(preset, venv, seed=k)
@@ -91,7 +91,7 @@ def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
 
 
 @contextlib.contextmanager
-def _global_rngs_kept() -> Iterator[None]:
+def global_rngs_kept() -> Iterator[None]:
     """Python's, numpy's and torch's global generators as they were: SB3 reseeds all three
     when it builds a model, and an export in the middle of training (an evaluation checkpoint)
     must not change the training's exploration noise."""

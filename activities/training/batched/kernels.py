@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import mujoco
 import numpy as np
 from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
 
@@ -208,19 +207,3 @@ def kernel_for(env_id: str, env: MujocoEnv) -> Kernel | None:
         if getattr(env, flag, expected) != expected:
             return None
     return kind(env)
-
-
-def step_physics(
-    envs: Sequence[MujocoEnv], actions: np.ndarray, cfrc: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """`do_simulation` for every env (its own model and data), then their stacked qpos, qvel.
-    Contact forces (`mj_rnePostConstraint`) only when something reads them."""
-    for env, action in zip(envs, actions, strict=True):
-        data = env.data
-        data.ctrl[:] = action
-        mujoco.mj_step(env.model, data, nstep=env.frame_skip)
-        if cfrc:
-            mujoco.mj_rnePostConstraint(env.model, data)
-    qpos = np.array([env.data.qpos for env in envs])
-    qvel = np.array([env.data.qvel for env in envs])
-    return qpos, qvel

@@ -65,6 +65,9 @@ class CandidateStats:
     lengths: list[int] = field(default_factory=list)
     term_sums: dict[str, float] = field(default_factory=dict)
     transitions: int = 0
+    # The last rollout's per-step term means and the last update's losses (SB3's train/ keys).
+    rollout_terms: dict[str, float] = field(default_factory=dict)
+    train: dict[str, float] = field(default_factory=dict)
 
 
 def _field(key: str) -> Callable[[Transitions], np.ndarray]:
@@ -82,8 +85,11 @@ class BatchedPPO:
         seed: int,
         *,
         env_kwargs: dict[str, Any] | None = None,
+        threads: int = 1,
+        precision: str = "fp32",
     ) -> None:
         self.k = len(candidates)
+        self.bf16 = precision == "bf16"
         self.candidates = list(candidates)
         presets = [c.preset.fit_budget(timesteps) for c in candidates]
         shape = batch_shape(presets)
@@ -94,7 +100,9 @@ class BatchedPPO:
         torch.manual_seed(seed)
         self.rng = np.random.default_rng(seed)
         sensors = any(getattr(c.rewards, "reads_sensors", False) for c in candidates)
-        self.envs = BatchEnvs(env_id, self.k * self.e, seed, env_kwargs=env_kwargs, sensors=sensors)
+        self.envs = BatchEnvs(
+            env_id, self.k * self.e, seed, env_kwargs=env_kwargs, sensors=sensors, threads=threads
+        )
         obs_shape = self.envs.observation_space.shape
         assert obs_shape is not None
         self.obs_dim = int(np.prod(obs_shape))
@@ -188,6 +196,7 @@ class BatchedPPO:
         t2 = time.perf_counter()
         rewards = self.norm.rewards(raw, batch["dones"]) + batch["bootstrap"]
         adv, ret = self._gae(rewards, batch["values"], batch["starts"], batch["last_values"])
+        batch["returns"] = ret
         self._update(batch, adv, ret)
         t3 = time.perf_counter()
         self.seconds["rollout"] += t1 - t0
@@ -269,8 +278,10 @@ class BatchedPPO:
             out[:, c] = totals.reshape(t, e)
             stats = self.stats[c]
             stats.transitions += len(totals)
+            stats.rollout_terms = {}
             for name, values in terms.items():
                 stats.term_sums[name] = stats.term_sums.get(name, 0.0) + float(values.sum())
+                stats.rollout_terms[name] = float(values.mean()) if len(values) else 0.0
             self._episodes(c, totals.reshape(t, e), env_r[c], done[c])
         return out
 
@@ -328,11 +339,15 @@ class BatchedPPO:
         vf = torch.tensor(self.vf, dtype=torch.float32)
         max_grad = torch.tensor(self.max_grad, dtype=torch.float32)
         size = min(self.batch_size, n)
+        sums = torch.zeros(5, k)  # policy, value, entropy loss, approx KL, clip fraction
+        batches = 0
         for _ in range(self.epochs):
             order = torch.from_numpy(self.rng.permutation(n))
             for lo in range(0, n, size):
                 idx = order[lo : lo + size]
-                values, logp, entropy = self.policy.evaluate(obs[:, idx], actions[:, idx])
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+                    values, logp, entropy = self.policy.evaluate(obs[:, idx], actions[:, idx])
+                values, logp = values.float(), logp.float()
                 a = advantages[:, idx]
                 if a.shape[1] > 1:
                     a = (a - a.mean(1, keepdim=True)) / (a.std(1, keepdim=True) + 1e-8)
@@ -346,6 +361,38 @@ class BatchedPPO:
                     p.grad = None
                 loss.sum().backward()
                 self._adam_step(lr_t, max_grad)
+                with torch.no_grad():
+                    log_ratio = logp - old_logp[:, idx]
+                    kl = ((ratio - 1) - log_ratio).mean(1)
+                    clipped = ((ratio - 1).abs() > clip).float().mean(1)
+                    sums += torch.stack([policy_loss, value_loss, entropy_loss, kl, clipped])
+                    batches += 1
+        self._record_update(sums / max(batches, 1), loss, lr, batch)
+
+    def _record_update(
+        self, means: torch.Tensor, loss: torch.Tensor, lr: np.ndarray, batch: dict[str, Any]
+    ) -> None:
+        """Each candidate's update figures under SB3's names (means over the minibatches; the
+        loss of the last one; explained variance of the rollout's values)."""
+        values = np.swapaxes(batch["values"], 0, 1).reshape(self.k, -1)
+        returns = np.swapaxes(batch["returns"], 0, 1).reshape(self.k, -1)
+        std = self.policy.log_std.detach().exp().mean(1)
+        rows = means.detach().numpy()
+        for c, stats in enumerate(self.stats):
+            var = float(np.var(returns[c]))
+            residual = float(np.var(returns[c] - values[c]))
+            explained = float("nan") if var == 0 else 1 - residual / var
+            stats.train = {
+                "policy_loss": float(rows[0, c]),
+                "value_loss": float(rows[1, c]),
+                "entropy_loss": float(rows[2, c]),
+                "approx_kl": float(rows[3, c]),
+                "clip_fraction": float(rows[4, c]),
+                "explained_variance": explained,
+                "loss": float(loss[c].detach()),
+                "action_std": float(std[c]),
+                "learning_rate": float(lr[c]),
+            }
 
     def _adam_step(self, lr: torch.Tensor, max_grad: torch.Tensor) -> None:
         """Adam (torch's update rule) with each candidate's learning rate and its own gradient

@@ -22,23 +22,24 @@ from typing import Any
 import numpy as np
 import torch
 
+from activities.envs.meanings import terminates_early
 from activities.runner.protocol import ChildRequest
 from activities.sandbox.client import SandboxClient, SandboxRewards
-from activities.training.batched.export import save_candidate
+from activities.training.batched.export import global_rngs_kept, save_candidate
 from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStats
 from activities.training.batched.state import load_state, save_state
 from activities.training.eval_checkpoints import EvalSchedule, checkpoint_folder, hand_over
 from activities.training.presets import preset_for
+from activities.training.reward_runtime import ColumnRewards
 from workflows.contracts.keys import SCALARS, SUMMARY
 
 Emit = Callable[[dict[str, Any]], None]
+SINGLE = "run"  # the one candidate of a single run
 WINDOW = 20  # episodes in a member's mean return (as the single run's MetricsCallback)
 
 
 def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: Emit) -> dict:
     """Train the request's members together (see the module docstring); the result."""
-    if req.algo != "ppo":
-        raise ValueError(f"batched training is PPO only (got algo {req.algo!r})")
     if len(boxes) != len(req.members):
         raise ValueError(f"{len(req.members)} members need as many sandboxes, got {len(boxes)}")
     candidates = [
@@ -49,21 +50,61 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
         )
         for m, box in zip(req.members, boxes, strict=True)
     ]
-    ppo = BatchedPPO(req.env_id, candidates, req.timesteps, req.seed, env_kwargs=req.env_kwargs)
+    return train_members(req, candidates, [out / c.name for c in candidates], out, emit)
+
+
+def train_single(
+    req: ChildRequest, rewards: ColumnRewards, out: Path, emit: Emit, threads: int
+) -> dict[str, Any]:
+    """A session's single PPO run through the same engine (K=1), its files at the top of `out`
+    as the SB3 trainer wrote them, physics and update on `threads` cores; its summary."""
+    candidate = Candidate(SINGLE, rewards, preset_for(req.env_id, req.ppo))
+    result = train_members(req, [candidate], [out], out, emit, threads=threads)
+    summary: dict[str, Any] = result["members"][SINGLE]
+    return summary
+
+
+def train_members(
+    req: ChildRequest,
+    candidates: list[Candidate],
+    folders: list[Path],
+    out: Path,
+    emit: Emit,
+    *,
+    threads: int = 1,
+) -> dict[str, Any]:
+    """Train `candidates` together, each one's files into its folder, checkpoints into `out`
+    (see the module docstring); the result."""
+    if req.algo != "ppo":
+        raise ValueError(f"batched training is PPO only (got algo {req.algo!r})")
+    torch.set_num_threads(threads)
+    ppo = BatchedPPO(
+        req.env_id, candidates, req.timesteps, req.seed, env_kwargs=req.env_kwargs, threads=threads
+    )
     resumed: int | None = None
     scalars: list[list[dict[str, Any]]] = [[] for _ in candidates]
     if req.resume_dir:
         resumed, extra = load_state(ppo, Path(req.resume_dir))
         scalars = extra.get("scalars", scalars)  # the rows the first attempt wrote
         emit({"event": "resumed", "timesteps": resumed})
-    clock = {"last_progress": 0.0, "next_checkpoint": _next(ppo.steps_done, req.checkpoint_every)}
-    evals = _EvalPoints(req, ppo, out, emit)
+    evals = _EvalPoints(req, ppo, folders, emit)
+    boards = [Board(folder / "tensorboard") for folder in folders]
     t0 = time.monotonic()
+    clock = {
+        "last_progress": 0.0,
+        "next_checkpoint": _next(ppo.steps_done, req.checkpoint_every),
+        "last_steps": ppo.steps_done,
+        "last_update": t0,
+    }
 
     def after_update(p: BatchedPPO) -> None:
-        for k, stats in enumerate(p.stats):
-            scalars[k].append(_scalar_row(p.steps_done, stats))
         now = time.monotonic()
+        rate = (p.steps_done - clock["last_steps"]) / max(now - clock["last_update"], 1e-9)
+        clock["last_steps"], clock["last_update"] = p.steps_done, now
+        for k, stats in enumerate(p.stats):
+            row = _scalar_row(p.steps_done, stats, p.updates, rate, now - t0)
+            scalars[k].append(row)
+            boards[k].write(row)
         if now - clock["last_progress"] >= req.progress_interval_s or p.steps_done >= p.timesteps:
             clock["last_progress"] = now
             means = [_mean(s.returns[-WINDOW:]) for s in p.stats]
@@ -74,6 +115,9 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
                     "timesteps": p.steps_done,
                     "mean_return": max(known) if known else None,
                     "member_returns": means,
+                    "steps_per_second": round(
+                        (p.steps_done - (resumed or 0)) / max(now - t0, 1e-9), 1
+                    ),
                 }
             )
         # Evaluation points first: a retry that resumes from this checkpoint skips them.
@@ -84,14 +128,14 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
             emit({"event": "checkpoint", "dir": folder, "timesteps": p.steps_done})
             clock["next_checkpoint"] = _next(p.steps_done, req.checkpoint_every)
 
-    torch.set_num_threads(1)
     ppo.learn(after_update)
+    for board in boards:
+        board.close()
     evals.finished()
     wall = time.monotonic() - t0
     trained = ppo.steps_done - (resumed or 0)
     members: dict[str, Any] = {}
-    for k, cand in enumerate(candidates):
-        folder = out / cand.name
+    for k, (cand, folder) in enumerate(zip(candidates, folders, strict=True)):
         save_candidate(ppo, k, folder)
         rows = scalars[k]
         (folder / SCALARS).parent.mkdir(parents=True, exist_ok=True)
@@ -111,12 +155,14 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
 
 
 class _EvalPoints:
-    """The members' evaluation checkpoints handed over when training passes 25/50/75% of its
-    steps and at its end (none without eval_handoff: nothing would keep them)."""
+    """The members' evaluation checkpoints when training passes 25/50/75% of its steps and at
+    its end: handed over to the evaluator beside training (eval_handoff), or played here when
+    eval_checkpoint_episodes asks for them without one (none otherwise)."""
 
-    def __init__(self, req: ChildRequest, ppo: BatchedPPO, out: Path, emit: Emit) -> None:
-        self.ppo, self.out, self.emit = ppo, out, emit
-        self.schedule = EvalSchedule(ppo.timesteps, ppo.steps_done) if req.eval_handoff else None
+    def __init__(self, req: ChildRequest, ppo: BatchedPPO, folders: list[Path], emit: Emit) -> None:
+        self.req, self.ppo, self.folders, self.emit = req, ppo, folders, emit
+        due = req.eval_handoff or req.eval_checkpoint_episodes > 0
+        self.schedule = EvalSchedule(ppo.timesteps, ppo.steps_done) if due else None
         self.seconds = 0.0  # the batch's time handing over, inside its wall time
 
     def passed(self, steps: int) -> None:
@@ -130,14 +176,53 @@ class _EvalPoints:
     def _hand_over(self, fraction: float) -> None:
         started = time.monotonic()
         pct, steps = round(fraction * 100), self.ppo.steps_done
-        for k, cand in enumerate(self.ppo.candidates):
+        for k, (cand, folder) in enumerate(zip(self.ppo.candidates, self.folders, strict=True)):
             # Kept from the exported files: the policy the session would get at this point.
-            save_candidate(self.ppo, k, checkpoint_folder(self.out / cand.name, pct))
-            hand_over(self.out / cand.name, pct, fraction, steps)
-            self.emit(
-                {"event": "eval_handoff", "member": cand.name, "pct": pct, "timesteps": steps}
-            )
+            kept = checkpoint_folder(folder, pct)
+            save_candidate(self.ppo, k, kept)
+            if self.req.eval_handoff:
+                hand_over(folder, pct, fraction, steps)
+                event = "eval_handoff"
+            else:
+                self._play(cand.rewards, kept, fraction, steps)
+                event = "eval_checkpoint"
+            self.emit({"event": event, "member": cand.name, "pct": pct, "timesteps": steps})
         self.seconds += time.monotonic() - started
+
+    def _play(self, rewards: ColumnRewards, folder: Path, fraction: float, steps: int) -> None:
+        """Play and keep the checkpoint here, as the evaluator beside training would."""
+        from activities.training.eval_checkpoints import keep_checkpoint
+        from activities.training.side_eval import saved_policy
+
+        # Loading and playing must not move the generators training draws its noise from.
+        with global_rngs_kept():
+            keep_checkpoint(
+                folder,
+                self.req.env_id,
+                rewards,
+                saved_policy(self.req, folder),
+                episodes=self.req.eval_checkpoint_episodes,
+                max_steps=self.req.max_steps,
+                fraction=fraction,
+                timesteps=steps,
+            )
+
+
+class Board:
+    """A run's TensorBoard event file: each metrics line as policyforge/<key> scalars."""
+
+    def __init__(self, folder: Path) -> None:
+        from tensorboardX import SummaryWriter
+
+        self.writer = SummaryWriter(str(folder))
+
+    def write(self, row: dict[str, Any]) -> None:
+        for key, value in row.items():
+            if key not in ("update", "timesteps") and isinstance(value, int | float):
+                self.writer.add_scalar(f"policyforge/{key}", value, row["timesteps"])
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 def _next(done: int, every: int) -> int:
@@ -148,12 +233,20 @@ def _mean(values: list[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def _scalar_row(steps: int, stats: CandidateStats) -> dict[str, Any]:
+def _scalar_row(steps: int, stats: CandidateStats, update: int, rate: float, wall: float) -> dict:
+    """One metrics line per update, under the names the SB3 trainer writes (ppo.py)."""
+    recent = slice(-WINDOW, None)
     return {
+        "update": update,
         "timesteps": steps,
-        "mean_return": _mean(stats.returns[-WINDOW:]),
-        "mean_env_return": _mean(stats.env_returns[-WINDOW:]),
-        "mean_length": _mean([float(n) for n in stats.lengths[-WINDOW:]]),
+        "ep_return_mean": _mean(stats.returns[recent]),
+        "ep_len_mean": _mean([float(n) for n in stats.lengths[recent]]),
+        "env_return_mean": _mean(stats.env_returns[recent]),
+        "episodes": len(stats.returns),
+        **{f"term_{k}": v for k, v in stats.rollout_terms.items()},
+        **stats.train,
+        "steps_per_second": round(rate, 1),
+        "wall_seconds": round(wall, 2),
     }
 
 
@@ -171,6 +264,8 @@ def _summary(
         > np.mean(returns[-2 * quarter : -quarter])
         + 0.01 * abs(np.mean(returns[-2 * quarter : -quarter]))
     )
+    counts_of = getattr(ppo.candidates[k].rewards, "counts", None)
+    counts: dict[str, int] = counts_of() if callable(counts_of) else {}
     term_means = {
         name: total / max(stats.transitions, 1) for name, total in stats.term_sums.items()
     }
@@ -192,5 +287,21 @@ def _summary(
         "env_kwargs": dict(req.env_kwargs),
         "batch": {"members": [c.name for c in ppo.candidates], "index": k},
         "reward_terms": ppo.candidates[k].rewards.terms,
+        # Steps whose reward was NaN/inf (zeroed) or beyond +-1e6 (clipped) by the sandbox.
+        "nonfinite_rewards": counts.get("nonfinite", 0),
+        "clipped_rewards": counts.get("clipped", 0),
+        "episode": _episode_settings(ppo),
+        "engine": {"threads": ppo.envs.stepper.threads, "seconds": dict(ppo.seconds)},
         "torch_threads": torch.get_num_threads(),
+    }
+
+
+def _episode_settings(ppo: BatchedPPO) -> dict[str, Any]:
+    """The episode rules the run trained under, as the SB3 trainer records them."""
+    raw = ppo.envs.envs[0]
+    return {
+        "max_episode_steps": ppo.envs.max_steps or None,
+        "frame_skip": int(raw.frame_skip),
+        "dt": float(raw.dt),
+        "terminates_early": terminates_early(raw),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from activities.training.presets import preset_for
 from activities.training.reward_runtime import LocalRewards, load_reward
 from activities.training.rollout import load_model
 from activities.training.sim import make_env
+from workflows.contracts.keys import SCALARS
 
 
 def _local(source: str = RUN_FORWARD) -> LocalRewards:
@@ -205,22 +207,29 @@ def test_shaping_comes_from_the_sandbox_as_data_only():
             SandboxRewards(box, RUN_FORWARD + "\nSHAPING = {'x': print}\n", "bad.py")
 
 
-def test_validation_refuses_bad_shaping_and_the_single_trainer_refuses_any(tmp_path: Path):
+def test_validation_refuses_bad_shaping_and_a_single_ppo_run_applies_it(tmp_path: Path):
     from activities.runner.protocol import ChildFailed, ChildRequest
     from activities.runner.supervisor import run_child
     from activities.training import job
     from workers.local.train import _run_sync
 
-    def run(mode, source: str, out: str) -> dict:
-        req = ChildRequest(env_id="Hopper-v5", reward_source=source, timesteps=256, steps=16)
+    def run(mode, source: str, out: str, **kw) -> dict:
+        req = ChildRequest(env_id="Hopper-v5", reward_source=source, steps=16, **kw)
         return _run_sync(lambda: run_child(mode, req, tmp_path / out, stall_s=120))
 
     assert run(job.VALIDATE, SHAPED, "ok")["steps"] == 16
     with pytest.raises(ChildFailed, match=r"SHAPING\['obs_drop'\]") as bad:
         run(job.VALIDATE, RUN_FORWARD + "\nSHAPING = {'obs_drop': [40]}\n", "bad")
     assert bad.value.reward_fault  # the fixer gets it as the reward's error
-    with pytest.raises(ChildFailed, match="SHAPING is applied by batched training only"):
-        run(job.TRAIN, SHAPED, "train")
+    # A session's single PPO run trains on the engine, which applies the shaping: its
+    # episodes end at the shaped limit (150 steps) or height (1.1 m), well before 1,000 steps.
+    summary = run(job.TRAIN, SHAPED, "train", timesteps=16 * 200, ppo={"n_steps": 200})
+    assert summary["timesteps_done"] == 3200 and summary["episodes"] >= 16
+    lengths = [json.loads(line)["ep_len_mean"] for line in (tmp_path / "train" / SCALARS).open()]
+    assert 0 < lengths[-1] <= 150
+    # The SB3 trainer (SAC here) cannot apply it, and says so rather than train without it.
+    with pytest.raises(ChildFailed, match="SHAPING is applied by PPO runs without a warm start"):
+        run(job.TRAIN, SHAPED, "sac", timesteps=256, algo="sac")
 
 
 @pytest.mark.slow  # two trainings side by side

@@ -21,7 +21,7 @@ import torch
 from stable_baselines3 import PPO, TD3
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from activities.runner.protocol import ChildRequest
+from activities.runner.protocol import BATCH_CHECKPOINT_FILES, CHECKPOINT_FILES, ChildRequest
 from activities.runner.supervisor import run_child
 from activities.training import policy_io, rollout
 from activities.training.checkpoints import resume, save_policy, warm_start
@@ -30,6 +30,7 @@ from activities.training.offpolicy import PRESETS, _build
 from activities.training.ppo import build_model
 from activities.training.presets import preset_for
 from tests.activities.training.rewards import RUN_FORWARD
+from workflows.contracts.keys import SCALARS
 
 ENV = "Hopper-v5"
 
@@ -365,12 +366,45 @@ async def test_a_ppo_checkpoint_resumes_through_the_child(tmp_path):
     train = ChildRequest(
         env_id=ENV, reward_source=RUN_FORWARD, timesteps=4096, checkpoint_every=2048
     )
-    await run_child(TRAIN, train, first, timeout_s=300)
-    checkpoint = first / "checkpoints" / "step_2048"
-    assert {p.name for p in checkpoint.iterdir()} >= {"model.zip", "vecnormalize.npz"}
+    events: list[dict] = []
+    await run_child(TRAIN, train, first, events.append, timeout_s=300)
+    [saved] = [e for e in events if e.get("event") == "checkpoint"]
+    assert saved["timesteps"] == 2048
+    checkpoint = first / saved["dir"]
+    # The engine's checkpoint: arrays and JSON, no pickle anywhere among the artifacts.
+    assert {p.name for p in checkpoint.iterdir()} == set(BATCH_CHECKPOINT_FILES)
     assert not list(first.rglob("*.pkl")), "no pickle among the artifacts"
 
     again = train.model_copy(update={"resume_dir": str(checkpoint)})
     summary = await run_child(TRAIN, again, second, timeout_s=300)
     assert summary["resumed_from_timesteps"] == 2048 and summary["timesteps_done"] >= 4096
     assert policy_io.load_model("ppo", second / "model.zip").num_timesteps >= 4096
+    # The metrics lines of the first attempt carry over into the resumed run's.
+    steps = [json.loads(line)["timesteps"] for line in (second / SCALARS).open()]
+    assert steps == [2048, 4096]
+
+
+async def test_a_checkpoint_the_sb3_trainer_wrote_before_an_upgrade_still_resumes(tmp_path):
+    # A run in flight across the upgrade to the engine resumes from its SB3 checkpoint (and
+    # on the SB3 trainer, which can read it) instead of starting over.
+    from activities.training import ppo as sb3_ppo
+    from activities.training.reward_runtime import LocalRewards, load_reward
+    from activities.training.run_spec import TrainJob
+
+    old = tmp_path / "old"
+    small = {"n_steps": 32}  # 512 steps an update: a checkpoint at 1,024
+    job = TrainJob(
+        env_id=ENV, timesteps=2048, seed=0, out_dir=old, checkpoint_every=1024, ppo_overrides=small
+    )
+    sb3_ppo.train(job, LocalRewards(load_reward(RUN_FORWARD, "reward_fn.py")), lambda e: None)
+    checkpoint = old / "checkpoints" / "step_1024"
+    assert (checkpoint / CHECKPOINT_FILES[0]).exists()
+    req = ChildRequest(
+        env_id=ENV,
+        reward_source=RUN_FORWARD,
+        timesteps=2048,
+        ppo=small,
+        resume_dir=str(checkpoint),
+    )
+    summary = await run_child(TRAIN, req, tmp_path / "new", timeout_s=300)
+    assert summary["resumed_from_timesteps"] == 1024 and summary["timesteps_done"] >= 2048
