@@ -29,6 +29,9 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_threads, "1")
 os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
+# Training children likewise: several tests train at once here. test_batched_ppo checks that
+# threads change nothing in what a run learns.
+os.environ.setdefault("POLICYFORGE_TRAIN_CORES", "1")
 
 
 AGAINST_DEV = os.environ.get("POLICYFORGE_TEST_DEV") == "1"

@@ -211,7 +211,11 @@ _RUNNING: list[object] = []  # training children in progress in this worker (the
 
 
 def cores() -> int:
-    """The cores this worker may use (its CPU affinity, which a container's cpuset sets)."""
+    """The cores this worker's training shares: POLICYFORGE_TRAIN_CORES, else its CPU affinity
+    (which a container's cpuset sets)."""
+    raw = os.environ.get("POLICYFORGE_TRAIN_CORES", "")
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -106,7 +106,7 @@ async def test_a_worker_serves_the_sdks_metrics_and_ours(
     assert samples(text, "temporal_activity_execution_latency_count")
     # Sessions by outcome (the workflow's counter).
     sessions = samples(text, ours.SESSIONS)
-    assert any('outcome="passed"' in labels and v >= 1 for labels, v in sessions.items())
+    assert any('outcome="passed"' in labels and v >= 1 for labels, v in sessions.items()), sessions
     # Every LLM call the session made, with its tokens (100 in, 50 out each) and cost.
     calls = samples(text, ours.LLM_CALLS)
     assert sum(calls.values()) == llm_calls > 0

@@ -59,6 +59,9 @@ class SessionInput(UserInput):
     total_timesteps: int = 200_000
     max_iterations: int = 3
     pass_threshold: float = 0.8
+    # A PPO run stops once an evaluation checkpoint passes the judge, but not before this
+    # share of its steps (1.0: always train the whole budget).
+    min_training_share: float = 0.25
     seeds: int = 1
     llm_model: str = OFFLINE_MODEL
     # The reviser may raise the per-iteration budget up to this cap (default: 2x total_timesteps).
@@ -126,6 +129,11 @@ def input_errors(data: dict) -> list[str]:
         errors.append(f"eval_max_steps: must be a positive integer (got {inp.eval_max_steps})")
     if not 0.0 < inp.pass_threshold <= 1.0:
         errors.append(f"pass_threshold: must be in (0, 1] (got {inp.pass_threshold})")
+    if not 0.0 < inp.min_training_share <= 1.0:
+        errors.append(
+            f"min_training_share: must be in (0, 1] (got {inp.min_training_share}); "
+            "1 trains every step of the budget"
+        )
     if not inp.llm_model.strip():
         errors.append("llm_model: is empty; use 'offline' or a model name")
     if inp.algo != "ppo" and inp.configs > 1:
@@ -211,6 +219,10 @@ class IterationRecord(Contract):
     # Every run of the iteration (candidate x config x seed): its training return and score.
     run_results: list[RunResult] = Field(default_factory=list)
     batched: bool = False  # the runs of each seed trained together in one process
+    # Steps the best run trained of the `timesteps` budgeted (fewer when it stopped at pass),
+    # and the evaluation checkpoint (% of the budget) whose judgment stopped it.
+    timesteps_used: int | None = None
+    stopped_at_pct: int | None = None
 
 
 class IterationEvidence(Contract):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from workflows.contracts.context import Contract
+from workflows.contracts.judging import Criterion
 
 # Hyperparameter configs by name: the env's preset, then the VARIANTS of
 # activities/training/presets.py in their order (a test keeps the two in step).
@@ -72,6 +73,16 @@ class EvalResult(Contract):
     terminated: bool
 
 
+class StopAtPass(Contract):
+    """Stop a run once an evaluation checkpoint at or past `min_share` of its steps passes
+    the session's judge (the mean score of its kept episodes reaches the pass threshold)."""
+
+    criteria: list[Criterion]
+    pass_threshold: float
+    judge_key: str | None = None  # LLM-written judge code; None: the built-in code judge
+    min_share: float = 0.25
+
+
 class TrainRequest(Contract):
     """What train_policy takes: one training run of an iteration (reward, config, seed,
     timesteps, and the model to warm-start from, if any)."""
@@ -95,6 +106,8 @@ class TrainRequest(Contract):
     # eval_max_steps, with its video) beside training, and return it as `final_eval`: the
     # workflow then needs no evaluate_policy call. Off for workflows recorded before it.
     final_eval: bool = False
+    # Judge the evaluation checkpoints as they are kept and stop at the first that passes.
+    stop_at_pass: StopAtPass | None = None
 
 
 class TrainResult(Contract):
@@ -125,6 +138,8 @@ class TrainResult(Contract):
     resumed_from_timesteps: int | None = None
     # The final evaluation episode, when the request asked for it (`final_eval`).
     final_eval: EvalResult | None = None
+    # The evaluation checkpoint (% of the budget) that passed and stopped training early.
+    stopped_at_pct: int | None = None
 
 
 class TrainProgress(Contract):

@@ -90,6 +90,7 @@ def train_members(
     evals = _EvalPoints(req, ppo, folders, emit)
     boards = [Board(folder / "tensorboard") for folder in folders]
     t0 = time.monotonic()
+    periodic = _PeriodicEvals(req, ppo, folders, emit, t0) if req.eval_every > 0 else None
     clock = {
         "last_progress": 0.0,
         "next_checkpoint": _next(ppo.steps_done, req.checkpoint_every),
@@ -120,17 +121,25 @@ def train_members(
                     ),
                 }
             )
-        # Evaluation points first: a retry that resumes from this checkpoint skips them.
-        evals.passed(p.steps_done)
+        if p.steps_done < p.timesteps:  # the end's evaluations come after the loop
+            if periodic is not None:
+                periodic.passed(p.steps_done)
+            # Evaluation points first: a retry that resumes from this checkpoint skips them.
+            evals.passed(p.steps_done)
         if req.checkpoint_every and clock["next_checkpoint"] <= p.steps_done < p.timesteps:
             folder = f"checkpoint_{p.steps_done}"
             save_state(p, out / folder, {"scalars": scalars})
             emit({"event": "checkpoint", "dir": folder, "timesteps": p.steps_done})
             clock["next_checkpoint"] = _next(p.steps_done, req.checkpoint_every)
 
+    # The starting count first (as the SB3 trainer does): the worker's meter measures speed
+    # between progress events.
+    emit({"event": "progress", "timesteps": ppo.steps_done, "mean_return": None})
     ppo.learn(after_update)
     for board in boards:
         board.close()
+    if periodic is not None:
+        periodic.finished()
     evals.finished()
     wall = time.monotonic() - t0
     trained = ppo.steps_done - (resumed or 0)
@@ -152,6 +161,56 @@ def train_members(
         "steps_per_second": round(len(candidates) * trained / max(wall, 1e-9), 1),
         "seconds": {k: round(v, 2) for k, v in ppo.seconds.items()},
     }
+
+
+class _PeriodicEvals:
+    """bench-train's protocol (`evaluation.PeriodicEval`): after the first update at or past each
+    multiple of eval_every steps, and at the end, one deterministic episode of the env's own
+    return per member, its time off the training clock; metrics/evals.jsonl and "eval" events."""
+
+    def __init__(
+        self, req: ChildRequest, ppo: BatchedPPO, folders: list[Path], emit: Emit, t0: float
+    ) -> None:
+        from activities.training.batched.envs import BatchEnvs
+
+        self.ppo, self.folders, self.emit, self.t0 = ppo, folders, emit, t0
+        self.every, self.seed = req.eval_every, req.seed
+        self.envs = BatchEnvs(req.env_id, ppo.k, req.seed, env_kwargs=req.env_kwargs)
+        self.next = _next(ppo.steps_done, self.every)
+        self.seconds = 0.0
+        self.last = -1
+        for folder in folders:
+            (folder / "metrics").mkdir(parents=True, exist_ok=True)
+
+    def passed(self, steps: int) -> None:
+        if steps >= self.next:
+            self.next = _next(steps, self.every)
+            self._evaluate()
+
+    def finished(self) -> None:
+        if self.last != self.ppo.steps_done:
+            self._evaluate()
+        self.envs.close()
+
+    def _evaluate(self) -> None:
+        from activities.training.batched.evaluate import evaluate_candidates
+
+        started = time.monotonic()
+        wall = started - self.t0 - self.seconds
+        results = evaluate_candidates(self.ppo, self.seed, self.envs)
+        spent = time.monotonic() - started
+        self.seconds += spent
+        self.last = self.ppo.steps_done
+        for cand, folder, res in zip(self.ppo.candidates, self.folders, results, strict=True):
+            row = {
+                "timesteps": self.ppo.steps_done,
+                "train_wall_s": round(wall, 3),
+                **res,
+                "eval_s": round(spent / self.ppo.k, 3),
+            }
+            with (folder / "metrics" / "evals.jsonl").open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            self.emit({"event": "eval", "member": cand.name, **row})
 
 
 class _EvalPoints:
