@@ -158,6 +158,13 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-iterations", type=int, default=None)
     p.add_argument("--seeds", type=int, default=None, help="training runs per iteration")
     p.add_argument("--pass-threshold", type=float, default=None)
+    p.add_argument(
+        "--min-training-share",
+        type=float,
+        default=None,
+        help="a PPO run stops once a checkpoint passes, after this share of its steps "
+        "(default 0.25; 1 trains every step)",
+    )
     p.add_argument("--llm", dest="llm_model", default=None, help="model name, or 'offline'")
     p.add_argument("--candidates", type=int, default=None, help="reward candidates per iteration")
     p.add_argument(
@@ -203,6 +210,7 @@ SESSION_FIELDS = (
     "max_iterations",
     "seeds",
     "pass_threshold",
+    "min_training_share",
     "eval_max_steps",
     "candidates",
     "configs",

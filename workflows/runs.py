@@ -117,6 +117,8 @@ async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> Iterat
         ],
         batched=batched,
         config=config,
+        timesteps_used=best_train.timesteps_done,
+        stopped_at_pct=best_train.stopped_at_pct,
     )
 
 

@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         EvalRequest,
         EvalResult,
         RewardArtifact,
+        StopAtPass,
         TrainBatchRequest,
         TrainRequest,
         TrainResult,
@@ -392,6 +393,7 @@ class Steps:
                 init_model_key=init.model_key if init else None,
                 init_vecnormalize_key=init.vecnormalize_key if init else None,
                 final_eval=workflow.patched(TRAIN_EVAL_PATCH),
+                stop_at_pass=self._stop_at_pass(),
             ),
             summary=f"train {run_name}: {timesteps:,} steps of {self.inp.algo.upper()}",
             # A dead worker is noticed within the heartbeat timeout; the retry resumes from
@@ -401,6 +403,19 @@ class Steps:
         )
         self.accounting.training(trained.wall_seconds)
         return trained
+
+    def _stop_at_pass(self) -> StopAtPass | None:
+        """How a run may stop before its budget: its checkpoints judged as the session judges
+        (None when the session trains every step)."""
+        share = self.inp.min_training_share
+        if share >= 1.0 or not self.state.criteria:
+            return None
+        return StopAtPass(
+            criteria=self.state.criteria,
+            pass_threshold=self.inp.pass_threshold,
+            judge_key=self.state.judge.key if self.state.judge else None,
+            min_share=share,
+        )
 
     async def train_batch(
         self, iteration: int, members: list[BatchMemberRef], timesteps: int, seed: int

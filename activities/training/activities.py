@@ -34,6 +34,7 @@ from activities.runner.protocol import (
 from activities.runner.supervisor import run_child, sandbox_refused
 from activities.training import beside, job
 from activities.training.presets import config_variants
+from activities.training.stop_at_pass import Stopper
 from workflows.contracts import timeouts
 from workflows.contracts.activities import (
     EVALUATE_POLICY,
@@ -360,12 +361,17 @@ async def train_policy(req: TrainRequest) -> TrainResult:
                     await asyncio.to_thread(shutil.rmtree, folder, True)
 
             uploaded: set[str] = set()
+            rule = req.stop_at_pass if req.algo == "ppo" and child.init_dir is None else None
+            stopper = Stopper(rule, req.env_id, out, log) if rule is not None else None
 
             async def upload_checkpoint(event: dict[str, Any]) -> None:
-                # Each checkpoint as soon as the evaluator has kept it.
+                # Each checkpoint as soon as the evaluator has kept it, then judged when the
+                # run may stop at pass.
                 if event.get("event") == "eval_checkpoint":
                     name = f"evals/pct_{event['pct']}"
                     uploaded.add(await _upload_folder(store, out, name, prefix))
+                    if stopper is not None:
+                        await stopper.checkpoint_kept(int(event["pct"]))
 
             side = beside.request(child, out, final_eval=req.final_eval)
             log.info("training", timesteps=req.timesteps, final_eval=req.final_eval)
@@ -438,6 +444,7 @@ def train_result(prefix: str, summary: dict[str, Any]) -> TrainResult:
         steps_per_second=float(summary["steps_per_second"]),
         still_improving=bool(summary["still_improving"]),
         resumed_from_timesteps=summary.get("resumed_from_timesteps"),
+        stopped_at_pct=summary.get("stopped_at_pct"),
     )
 
 

@@ -35,6 +35,8 @@ from activities.training.video import Clip, render_videos
 FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 PICKS = (("p10", 0.1), ("median", 0.5), ("p90", 0.9))
 HANDOFF = "handoff"  # the training child's folder of handed-over checkpoints (not uploaded)
+# In the training child's output folder: the activity saw a checkpoint pass (stop_at_pass.py).
+STOP = "stop_at_pass.json"
 VIDEO_SIZE = 240
 VIDEO_FRAMES = 150
 
@@ -89,6 +91,13 @@ def keep_checkpoint(
     }
     (folder / "returns.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def stop_requested(out: Path) -> dict[str, Any] | None:
+    """The stop marker's content once the activity has written it (the engine looks after
+    each update)."""
+    path = out / STOP
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def write_marker(path: Path, content: dict[str, Any]) -> None:

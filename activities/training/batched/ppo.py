@@ -156,6 +156,7 @@ class BatchedPPO:
         self.stats = [CandidateStats() for _ in candidates]
         self.steps_done = 0  # per candidate
         self.updates = 0
+        self.stopped = False  # set by `progress` to end training before the budget
         self._ep_ret = np.zeros((self.k, self.e))
         self._ep_env_ret = np.zeros((self.k, self.e))
         self._ep_len = np.zeros((self.k, self.e), dtype=np.int64)
@@ -181,8 +182,9 @@ class BatchedPPO:
     # --- one iteration: rollout, rewards, update ----------------------------------------------
 
     def learn(self, progress: Callable[[BatchedPPO], None] | None = None) -> None:
-        """Train until every candidate has `timesteps` steps; `progress` after each update."""
-        while self.steps_done < self.timesteps:
+        """Train until every candidate has `timesteps` steps (or `progress`, called after each
+        update, sets `stopped`)."""
+        while self.steps_done < self.timesteps and not self.stopped:
             self.iteration()
             if progress is not None:
                 progress(self)

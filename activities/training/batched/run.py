@@ -28,7 +28,12 @@ from activities.sandbox.client import SandboxClient, SandboxRewards
 from activities.training.batched.export import global_rngs_kept, save_candidate
 from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStats
 from activities.training.batched.state import load_state, save_state
-from activities.training.eval_checkpoints import EvalSchedule, checkpoint_folder, hand_over
+from activities.training.eval_checkpoints import (
+    EvalSchedule,
+    checkpoint_folder,
+    hand_over,
+    stop_requested,
+)
 from activities.training.presets import preset_for
 from activities.training.reward_runtime import ColumnRewards
 from workflows.contracts.keys import SCALARS, SUMMARY
@@ -91,6 +96,7 @@ def train_members(
     boards = [Board(folder / "tensorboard") for folder in folders]
     t0 = time.monotonic()
     periodic = _PeriodicEvals(req, ppo, folders, emit, t0) if req.eval_every > 0 else None
+    stopped: dict[str, int] = {}  # the checkpoint (pct) whose pass stopped training
     clock = {
         "last_progress": 0.0,
         "next_checkpoint": _next(ppo.steps_done, req.checkpoint_every),
@@ -121,7 +127,10 @@ def train_members(
                     ),
                 }
             )
-        if p.steps_done < p.timesteps:  # the end's evaluations come after the loop
+        if (marker := stop_requested(out)) is not None and not p.stopped:
+            p.stopped, stopped["pct"] = True, int(marker["pct"])
+            emit({"event": "stopped_at_pass", "timesteps": p.steps_done, **marker})
+        if p.steps_done < p.timesteps and not p.stopped:  # the end's come after the loop
             if periodic is not None:
                 periodic.passed(p.steps_done)
             # Evaluation points first: a retry that resumes from this checkpoint skips them.
@@ -151,6 +160,7 @@ def train_members(
         (folder / SCALARS).write_text("".join(json.dumps(r) + "\n" for r in rows))
         summary = _summary(req, ppo, k, wall, trained, resumed)
         summary["eval_checkpoint_seconds"] = round(evals.seconds, 2)
+        summary["stopped_at_pct"] = stopped.get("pct")
         (folder / SUMMARY).write_text(json.dumps(summary))
         members[cand.name] = json.loads((folder / SUMMARY).read_text())
     ppo.close()

@@ -1,0 +1,58 @@
+"""A session whose run stops training once an evaluation checkpoint passes the judge."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from activities.artifacts import ArtifactStore
+from tests.builders import start_session
+from workers.pools import run_pools
+from workers.settings import Settings
+
+BUDGET = 65_536
+
+
+@pytest.mark.slow  # a real session that trains until a checkpoint passes (about 30 s)
+async def test_a_session_stops_training_at_the_checkpoint_that_passes(
+    temporal_env, s3, queue_prefix
+):
+    settings = Settings(queue_prefix=queue_prefix, train_concurrency=2)
+    pools = asyncio.create_task(
+        run_pools(temporal_env.client, settings, ["llm", "train", "judge"], handle_signals=False)
+    )
+    try:
+        # PPO balances the pole within about 25k steps: a checkpoint at 25% or 50% of this
+        # budget passes, and the run stops there instead of training all of it.
+        handle = await start_session(
+            temporal_env.client,
+            queue_prefix,
+            prompt="keep the pole balanced",
+            env_id="InvertedPendulum-v5",
+            total_timesteps=BUDGET,
+            max_iterations=1,
+            eval_max_steps=300,
+            min_training_share=0.25,
+        )
+        result = await asyncio.wait_for(handle.result(), timeout=600)
+    finally:
+        pools.cancel()
+        await asyncio.gather(pools, return_exceptions=True)
+
+    assert result.passed, result.iterations[-1].diagnosis
+    [record] = result.iterations
+    # The record says what was budgeted, what was used and which checkpoint stopped it.
+    assert record.timesteps == BUDGET
+    assert record.stopped_at_pct in (25, 50, 75)
+    assert record.timesteps_used is not None
+    assert record.stopped_at_pct / 100 * BUDGET <= record.timesteps_used < BUDGET
+    # The final evaluation confirmed it: the judge passed the final policy, which is the
+    # one trained up to the stop.
+    store = ArtifactStore()
+    run = record.best_run
+    summary = json.loads(store.get_text(run.run_prefix + "summary.json"))
+    assert summary["timesteps_done"] == record.timesteps_used and summary["timesteps"] == BUDGET
+    judgment = json.loads(store.get_text(run.run_prefix + "judgment.json"))
+    assert judgment["passed"]
