@@ -74,6 +74,9 @@ class Split:
     stages: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     # Evaluation done beside training (off the critical path, in no stage).
     beside_s: float = 0.0
+    # Single runs' steps trained and budgeted (fewer trained when a run stopped at pass).
+    steps_used: int = 0
+    steps_budget: int = 0
 
     def line(self) -> str:
         """'time split of 160 s: training 100 s (62%), ...' for a terminal."""
@@ -84,7 +87,12 @@ class Split:
             if self.beside_s
             else ""
         )
-        return f"time split of {self.wall_s:.0f} s: " + ", ".join(parts) + beside
+        steps = (
+            f"; trained {self.steps_used:,} of {self.steps_budget:,} steps budgeted"
+            if self.steps_budget
+            else ""
+        )
+        return f"time split of {self.wall_s:.0f} s: " + ", ".join(parts) + beside + steps
 
 
 def _seconds(event: HistoryEvent) -> float:
@@ -125,6 +133,9 @@ def split_of(events: list[HistoryEvent]) -> Split:
                 if trained is not None:
                     evaluating = trained.eval_checkpoint_seconds + trained.eval_wait_seconds
                     out.beside_s += trained.eval_work_seconds
+                    if trained.timesteps_budget:
+                        out.steps_used += trained.timesteps_done
+                        out.steps_budget += trained.timesteps_budget
             elif completed and name == TRAIN_BATCH.name:
                 # A batch's groups run side by side, each with its evaluator: the longest
                 # group's hand-overs and wait are what the session waited for.

@@ -445,6 +445,7 @@ def train_result(prefix: str, summary: dict[str, Any]) -> TrainResult:
         still_improving=bool(summary["still_improving"]),
         resumed_from_timesteps=summary.get("resumed_from_timesteps"),
         stopped_at_pct=summary.get("stopped_at_pct"),
+        timesteps_budget=summary.get("timesteps"),
     )
 
 

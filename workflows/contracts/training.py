@@ -138,8 +138,10 @@ class TrainResult(Contract):
     resumed_from_timesteps: int | None = None
     # The final evaluation episode, when the request asked for it (`final_eval`).
     final_eval: EvalResult | None = None
-    # The evaluation checkpoint (% of the budget) that passed and stopped training early.
+    # The evaluation checkpoint (% of the budget) that passed and stopped training early, and
+    # the budget (timesteps_done is what was used).
     stopped_at_pct: int | None = None
+    timesteps_budget: int | None = None
 
 
 class TrainProgress(Contract):
