@@ -158,6 +158,13 @@ def run_lines(rec: IterationRecord) -> list[str]:
     return lines
 
 
+def _steps(rec: IterationRecord) -> str:
+    """The budget, or "used of budget (stopped at pass at N%)" when a run stopped early."""
+    if rec.stopped_at_pct is not None and rec.timesteps_used is not None:
+        return f"{rec.timesteps_used:,} of {rec.timesteps:,} (passed at {rec.stopped_at_pct}%)"
+    return f"{rec.timesteps:,}"
+
+
 def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -> None:
     """The final report: one table row per iteration, the verdict, spend, and where the best
     policy's files are (s3:// keys, a presigned video link when credentials allow)."""
@@ -167,7 +174,7 @@ def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -
     for rec in result.iterations:
         table.add_row(
             str(rec.iteration),
-            f"{rec.timesteps:,}",
+            _steps(rec),
             f"{rec.score:.2f}",
             "yes" if rec.passed else "no",
             escape(rec.diagnosis + _revision_note(rec)),

@@ -98,6 +98,9 @@ class ChildRequest(BaseModel):
     progress_interval_s: float = 2.0
     # train / train_batch: cores the run may use (physics threads and torch threads).
     threads: int = 1
+    # train: "auto" (PPO on the batched engine where it can) or "sb3" (the Stable-Baselines3
+    # trainer, the reference bench-train measures the engine against).
+    engine: Literal["auto", "sb3"] = "auto"
     # Checkpoint every this many timesteps (0: never); resume from a checkpoint folder.
     checkpoint_every: int = 0
     resume_dir: str | None = None

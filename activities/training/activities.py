@@ -33,6 +33,7 @@ from activities.runner.protocol import (
 )
 from activities.runner.supervisor import run_child, sandbox_refused
 from activities.training import beside, job
+from activities.training.cores import cores
 from activities.training.presets import config_variants
 from activities.training.stop_at_pass import Stopper
 from workflows.contracts import timeouts
@@ -209,18 +210,6 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
 # warm start, and runs that began before the engine trained single runs).
 RUN_CHECKPOINT_FILES = BATCH_CHECKPOINT_FILES + CHECKPOINT_FILES
 _RUNNING: list[object] = []  # training children in progress in this worker (their core shares)
-
-
-def cores() -> int:
-    """The cores this worker's training shares: POLICYFORGE_TRAIN_CORES, else its CPU affinity
-    (which a container's cpuset sets)."""
-    raw = os.environ.get("POLICYFORGE_TRAIN_CORES", "")
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 @contextlib.contextmanager

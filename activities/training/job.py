@@ -166,7 +166,7 @@ def _on_engine(req: ChildRequest) -> bool:
     from activities.runner.protocol import CHECKPOINT_FILES
 
     legacy = req.resume_dir is not None and (Path(req.resume_dir) / CHECKPOINT_FILES[0]).exists()
-    return req.algo == "ppo" and req.init_dir is None and not legacy
+    return req.engine == "auto" and req.algo == "ppo" and req.init_dir is None and not legacy
 
 
 def _train_batch(req: ChildRequest, run: child.Run) -> dict[str, Any]:

@@ -4,7 +4,8 @@
 
 FILE is JSON: {"env_id", "timesteps", "seed", "eval_every", "out_dir", "candidates":
 [{"name", "source", "overrides"}]}. Each candidate's reward runs in a sandbox process of its
-own, as in a session; the candidates train together in one `BatchedPPO` on one torch thread.
+own, as in a session; the candidates train together in one `BatchedPPO` on "threads" threads
+(default 1).
 Every `eval_every` steps per candidate (and at the end) each candidate plays one deterministic
 episode (`batched.evaluate`), its time kept off the training clock. Prints {"event": "eval",
 ...} lines as they happen, then one {"event": "result", ...} line; models go to
@@ -36,7 +37,8 @@ def _emit(event: dict[str, Any]) -> None:
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Train the spec's candidates together; the result event."""
-    torch.set_num_threads(1)
+    threads = int(spec.get("threads", 1))
+    torch.set_num_threads(threads)
     env_id, seed = spec["env_id"], int(spec["seed"])
     boxes = [SandboxClient() for _ in spec["candidates"]]
     try:
@@ -48,7 +50,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             )
             for c, box in zip(spec["candidates"], boxes, strict=True)
         ]
-        ppo = BatchedPPO(env_id, candidates, int(spec["timesteps"]), seed)
+        ppo = BatchedPPO(env_id, candidates, int(spec["timesteps"]), seed, threads=threads)
         every = int(spec["eval_every"])
         eval_envs = BatchEnvs(env_id, ppo.k, seed)
         clock = {"eval_s": 0.0, "next": every}

@@ -128,10 +128,13 @@ def run_batched(
     """The batched side: candidates split round-robin over `procs` processes."""
     clock = _Clock()
     groups = [cands[i::procs] for i in range(procs) if cands[i::procs]]
+    # Fewer groups than processes (K=1: a session's shape): each group steps on more threads.
+    threads = max(1, procs // len(groups))
     with tempfile.TemporaryDirectory(prefix="pf-bench-batched-") as tmp:
 
         def one(i: int, group: list[dict[str, Any]]) -> dict[str, Any]:
             spec = {
+                "threads": threads,
                 "env_id": env_id,
                 "timesteps": timesteps,
                 "seed": seed,
@@ -158,7 +161,8 @@ def run_batched(
 def run_per_candidate(
     env_id: str, cands: list[dict[str, Any]], timesteps: int, seed: int, every: int, procs: int
 ) -> dict[str, Any]:
-    """Today's trainer: one confined child per candidate, `procs` at a time."""
+    """The reference trainer: one confined child per candidate on Stable-Baselines3's PPO
+    (engine "sb3", what every session trained on before the engine), `procs` at a time."""
     clock = _Clock()
 
     def one(cand: dict[str, Any]) -> tuple[int, float]:
@@ -170,6 +174,7 @@ def run_per_candidate(
             seed=seed,
             eval_every=every,
             ppo=cand["overrides"],
+            engine="sb3",
         )
 
         def on_event(event: dict[str, Any]) -> None:

@@ -7,8 +7,9 @@ episode of the env's own return, reset with the same seed, its time kept off the
 clock. Both sides update every 2048 samples (16 x 128 ours, SB3's n_steps 2048 plain), so
 they are evaluated at the same timesteps.
 
-- ours: the real confined child (`run_child(job.TRAIN, ...)`): our preset, FastDummyVecEnv +
-  VecNormalize, one torch thread, and a sandboxed reward file that rebuilds the env's reward
+- ours: the real confined child (`run_child(job.TRAIN, ...)`): our preset on the batched
+  engine (a batch of one, physics and update on every core), and a sandboxed reward file that
+  rebuilds the env's reward
   from its info dict (checked against the env's reward before training).
 - plain: `python -m workers.local.bench_plain`: `PPO("MlpPolicy", gym.make(env_id))`
   with SB3's defaults (one env, no VecNormalize, torch's default threads), no sandbox.
@@ -36,6 +37,7 @@ from typing import Any
 from activities.runner.protocol import ChildRequest
 from activities.runner.supervisor import REPO_ROOT, repo_pythonpath, run_child
 from activities.training import job
+from activities.training.cores import cores
 from workers.local.bench_physics import bare_physics, physics_line, share
 from workers.local.train import _run_sync
 
@@ -142,6 +144,7 @@ def run_ours(
         timesteps=timesteps,
         seed=seed,
         eval_every=eval_every,
+        threads=cores(),  # a session's single run gets the worker's cores
     )
 
     def on_event(event: dict[str, Any]) -> None:
