@@ -41,6 +41,7 @@ _ENV_ALLOW_PREFIXES = (
     "GALLIUM_",
     "LD_LIBRARY_PATH",
     "POLICYFORGE_SANDBOX_",  # the sandbox's own limits (call budgets, memory)
+    "POLICYFORGE_TRAIN_PRECISION",  # the engine's update precision
 )
 STDERR_TAIL = 40
 

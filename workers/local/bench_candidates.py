@@ -230,7 +230,18 @@ def _figures(side: dict[str, Any], names: list[str], target: float, procs: int) 
         "reached_target": sum(t is not None for t in times),
         "time_to_target_all_s": None if None in times else max(t for t in times if t is not None),
         **({"seconds": side["seconds"]} if "seconds" in side else {}),
+        **({"per_sample_us": per_sample(side["seconds"], steps)} if "seconds" in side else {}),
     }
+
+
+def per_sample(seconds: dict[str, float], steps: int) -> dict[str, float]:
+    """Microseconds per env step in each part of the engine's loop, summed over its processes:
+    physics and the policy's forward passes (the rollout's other work, the kernels and the
+    normalisation, is what is left of "rollout"), the reward's sandbox calls, the update."""
+    us = {k: 1e6 * v / max(steps, 1) for k, v in seconds.items()}
+    parts = {name: us.get(name, 0.0) for name in ("physics", "policy", "reward", "update")}
+    parts["rollout other"] = max(0.0, us.get("rollout", 0.0) - parts["physics"] - parts["policy"])
+    return {k: round(v, 1) for k, v in parts.items()}
 
 
 def bench_candidates(
@@ -330,6 +341,10 @@ def table(out: dict[str, Any]) -> list[str]:
     ):
         lines.append(f"{name:<34}" + "".join(f"{out[s][key]:>15.0%}" for s in sides))
     lines.append(physics_line(out["physics"]))
+    for s in sides:
+        if "per_sample_us" in out[s]:
+            parts = ", ".join(f"{k} {v:g}" for k, v in out[s]["per_sample_us"].items())
+            lines.append(f"{label[s]}: microseconds per env step (per process): {parts}")
     lines.append("")
     lines.append(f"{'final return (env reward)':<34}" + "".join(f"{label[s]:>15}" for s in sides))
     for name, w in out["weights"].items():

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import gymnasium as gym
+import mujoco
 import numpy as np
 from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
 
@@ -61,6 +62,11 @@ class BatchEnvs:
         spec = made[0].spec
         self.max_steps = int(spec.max_episode_steps or 0) if spec is not None else 0
         self.envs = [cast(MujocoEnv, e.unwrapped) for e in made]
+        # One model for every copy (they were made alike): n compiled copies of it only crowd
+        # the caches the physics runs from. Each copy keeps its own state (MjData).
+        for env in self.envs[1:]:
+            env.model = self.envs[0].model
+            env.data = mujoco.MjData(env.model)
         self.env_id = env_id
         self.n = n
         self.observation_space = made[0].observation_space

@@ -9,6 +9,7 @@ second pass over the envs.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -31,16 +32,19 @@ class PhysicsStepper:
         self.qvel = np.zeros((n, model.nv))
         self.frame_skip = int(self.envs[0].frame_skip)
         self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        self.seconds = 0.0  # wall time in `step`
 
     def step(self, actions: np.ndarray, cfrc: bool) -> tuple[np.ndarray, np.ndarray]:
         """Step every env with its row of `actions`; the stacked (qpos, qvel) after. Contact
         forces (`mj_rnePostConstraint`) only when something reads them."""
+        started = time.perf_counter()
         if self._pool is None:
             self._step_slice(self.slices[0], actions, cfrc)
         else:
             jobs = [self._pool.submit(self._step_slice, s, actions, cfrc) for s in self.slices]
             for job in jobs:
                 job.result()  # re-raises a worker's error here
+        self.seconds += time.perf_counter() - started
         return self.qpos.copy(), self.qvel.copy()
 
     def _step_slice(self, part: slice, actions: np.ndarray, cfrc: bool) -> None:

@@ -45,8 +45,13 @@ class StackedMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(K, B, in) -> (K, B, out)."""
-        last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+        # The parameters as a plain list: indexing a ParameterList costs more than a small
+        # layer's matmul. Training updates them in place, so the list stays current.
+        layers = self.__dict__.get("_layers")
+        if layers is None:
+            layers = self.__dict__["_layers"] = list(zip(self.weights, self.biases, strict=True))
+        last = len(layers) - 1
+        for i, (w, b) in enumerate(layers):
             x = torch.baddbmm(b, x, w)
             if i < last:
                 x = self.act(x)

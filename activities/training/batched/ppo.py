@@ -14,6 +14,7 @@ minibatch, epochs, network), see `batch_shape`.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,15 @@ from activities.training.reward_runtime import ColumnRewards
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-5  # SB3's for PPO
+
+
+def update_precision() -> str:
+    """The update's matmul precision: POLICYFORGE_TRAIN_PRECISION ("fp32", the default, or
+    "bf16": bfloat16 products with float32 weights, optimiser and losses)."""
+    value = os.environ.get("POLICYFORGE_TRAIN_PRECISION", "fp32")
+    if value not in ("fp32", "bf16"):
+        raise ValueError(f"POLICYFORGE_TRAIN_PRECISION: fp32 or bf16 (got {value!r})")
+    return value
 
 
 def batch_shape(presets: Sequence[PPOPreset]) -> dict[str, Any]:
@@ -86,10 +96,11 @@ class BatchedPPO:
         *,
         env_kwargs: dict[str, Any] | None = None,
         threads: int = 1,
-        precision: str = "fp32",
+        precision: str | None = None,
     ) -> None:
         self.k = len(candidates)
-        self.bf16 = precision == "bf16"
+        self.threads = max(1, threads)
+        self.bf16 = (precision or update_precision()) == "bf16"
         self.candidates = list(candidates)
         presets = [c.preset.fit_budget(timesteps) for c in candidates]
         shape = batch_shape(presets)
@@ -162,7 +173,11 @@ class BatchedPPO:
         self._ep_len = np.zeros((self.k, self.e), dtype=np.int64)
         self.obs_n = self._policy_obs(self._grouped(self.envs.reset()), update=True)
         self.starts = np.ones((self.k, self.e), dtype=bool)
-        self.seconds: dict[str, float] = {"rollout": 0.0, "reward": 0.0, "update": 0.0}
+        # Where the time goes: the rollout (of which physics and the policy's forward passes),
+        # the reward's sandbox calls, the update.
+        self.seconds: dict[str, float] = dict.fromkeys(
+            ("rollout", "physics", "policy", "reward", "update"), 0.0
+        )
 
     def _grouped(self, x: np.ndarray) -> np.ndarray:
         """(K*E, ...) -> (K, E, ...)."""
@@ -192,6 +207,7 @@ class BatchedPPO:
     def iteration(self) -> None:
         """One rollout of n_steps per env, its rewards, one PPO update."""
         t0 = time.perf_counter()
+        physics = self.envs.stepper.seconds
         batch = self._rollout()
         t1 = time.perf_counter()
         raw = self._score(batch["transitions"])
@@ -202,6 +218,7 @@ class BatchedPPO:
         self._update(batch, adv, ret)
         t3 = time.perf_counter()
         self.seconds["rollout"] += t1 - t0
+        self.seconds["physics"] += self.envs.stepper.seconds - physics
         self.seconds["reward"] += t2 - t1
         self.seconds["update"] += t3 - t2
         self.steps_done += self.t * self.e
@@ -220,9 +237,11 @@ class BatchedPPO:
         gamma = self.gamma.reshape(k, 1).astype(np.float32)
         with torch.no_grad():
             for step in range(t):
+                started = time.perf_counter()
                 x = torch.from_numpy(self.obs_n)
                 act, lp, val = self.policy.sample(x)
                 a = act.numpy()
+                self.seconds["policy"] += time.perf_counter() - started
                 out = self.envs.step(self.env_actions(a).reshape(k * e, -1))
                 transitions.append(out)
                 obs[step], actions[step], logp[step], values[step] = self.obs_n, a, lp, val
@@ -398,23 +417,33 @@ class BatchedPPO:
 
     def _adam_step(self, lr: torch.Tensor, max_grad: torch.Tensor) -> None:
         """Adam (torch's update rule) with each candidate's learning rate and its own gradient
-        norm clipping; every parameter's first axis is the candidate."""
+        norm clipping; every parameter's first axis is the candidate. One fused (foreach) op
+        per stage over all parameters, where the per-candidate factors allow."""
         k = self.k
-        norms = torch.zeros(k)
+        grads: list[torch.Tensor] = []
         for p in self.params:
-            norms += p.grad.reshape(k, -1).pow(2).sum(1)  # type: ignore[union-attr]
+            assert p.grad is not None
+            grads.append(p.grad)
+        norms = torch.zeros(k)
+        for grad in grads:
+            norms += grad.reshape(k, -1).pow(2).sum(1)
         scale = torch.clamp(max_grad / (norms.sqrt() + 1e-6), max=1.0)
         self.adam_t += 1
         b1, b2 = ADAM_BETAS
         c1, c2 = 1 - b1**self.adam_t, 1 - b2**self.adam_t
+        views = [(k,) + (1,) * (p.dim() - 1) for p in self.params]
         with torch.no_grad():
-            for p, m, v in zip(self.params, self.adam_m, self.adam_v, strict=True):
-                view = (k,) + (1,) * (p.dim() - 1)
-                g = p.grad * scale.view(view)  # type: ignore[operator]
-                m.mul_(b1).add_(g, alpha=1 - b1)
-                v.mul_(b2).addcmul_(g, g, value=1 - b2)
-                denom = (v.sqrt() / c2**0.5).add_(ADAM_EPS)
-                p.sub_((lr / c1).view(view) * m / denom)
+            g = [grad * scale.view(v) for grad, v in zip(grads, views, strict=True)]
+            torch._foreach_mul_(self.adam_m, b1)
+            torch._foreach_add_(self.adam_m, g, alpha=1 - b1)
+            torch._foreach_mul_(self.adam_v, b2)
+            torch._foreach_addcmul_(self.adam_v, g, g, value=1 - b2)
+            denom = torch._foreach_sqrt(self.adam_v)
+            torch._foreach_div_(denom, c2**0.5)
+            torch._foreach_add_(denom, ADAM_EPS)
+            step_lr = lr / c1
+            for p, m, d, v in zip(self.params, self.adam_m, denom, views, strict=True):
+                p.sub_(step_lr.view(v) * m / d)
 
     # --- results ------------------------------------------------------------------------------
 

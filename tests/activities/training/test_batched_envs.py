@@ -12,21 +12,25 @@ from activities.training.reward_runtime import TransitionTap
 
 
 @pytest.mark.parametrize(
-    ("env_id", "generic"),
+    ("env_id", "generic", "threads"),
     [
-        ("HalfCheetah-v5", False),
-        ("Hopper-v5", False),
-        ("Walker2d-v5", False),
-        ("Swimmer-v5", False),
-        ("Ant-v5", False),
-        ("Hopper-v5", True),
-        ("InvertedPendulum-v5", False),
+        ("HalfCheetah-v5", False, 1),
+        ("Hopper-v5", False, 1),
+        ("Walker2d-v5", False, 1),
+        ("Swimmer-v5", False, 1),
+        ("Ant-v5", False, 1),
+        ("Hopper-v5", True, 1),
+        ("InvertedPendulum-v5", False, 1),
+        # Physics on threads (three envs over two) steps each env exactly as alone.
+        ("Ant-v5", False, 2),
+        ("Walker2d-v5", False, 2),
     ],
 )
-def test_batched_steps_equal_gymnasium(env_id: str, generic: bool) -> None:
+def test_batched_steps_equal_gymnasium(env_id: str, generic: bool, threads: int) -> None:
     quiet_mujoco()
-    n, steps = 2, 1010
-    batch = BatchEnvs(env_id, n, seed=7, generic=generic, sensors=True)
+    n, steps = (2 if threads == 1 else 3), 1010
+    batch = BatchEnvs(env_id, n, seed=7, generic=generic, sensors=True, threads=threads)
+    assert batch.stepper.threads == (1 if generic else threads)
     refs = [TransitionTap(gym.make(env_id), sensors=True) for _ in range(n)]
     obs = batch.reset()
     ref_obs = np.array([r.reset(seed=7 + i)[0] for i, r in enumerate(refs)])
