@@ -33,6 +33,15 @@ class Accounting:
         self.training_seconds += seconds
         self.iteration_training_seconds += seconds
 
+    def training_seconds_for(self, iteration: int) -> float | None:
+        """An iteration's share of the training time left (None: no time budget): the rest of
+        max_training_minutes over the iterations still to come, this one included."""
+        minutes = self.inp.max_training_minutes
+        if minutes is None:
+            return None
+        left = max(1, self.inp.max_iterations - iteration + 1)
+        return max(1.0, (minutes * 60 - self.training_seconds) / left)
+
     def check(self) -> None:
         """Raise BudgetExhausted when a cap is reached; called between stages."""
         cap = self.inp.max_llm_cost_usd

@@ -375,6 +375,11 @@ class Steps:
         config: str,
         init: RunRecord | None,
     ) -> TrainResult:
+        # Only the engine plans its steps from time (PPO without a warm start).
+        engine = self.inp.algo == "ppo" and init is None
+        seconds = self.accounting.training_seconds_for(iteration) if engine else None
+        if seconds is not None:
+            timesteps = max(timesteps, self.inp.timed_timesteps_cap)
         trained = await self.call(
             act.TRAIN_POLICY,
             TrainRequest(
@@ -394,8 +399,11 @@ class Steps:
                 init_vecnormalize_key=init.vecnormalize_key if init else None,
                 final_eval=workflow.patched(TRAIN_EVAL_PATCH),
                 stop_at_pass=self._stop_at_pass(),
+                max_seconds=seconds,
             ),
-            summary=f"train {run_name}: {timesteps:,} steps of {self.inp.algo.upper()}",
+            summary=f"train {run_name}: "
+            + (f"{seconds / 60:.1f} min, at most " if seconds is not None else "")
+            + f"{timesteps:,} steps of {self.inp.algo.upper()}",
             # A dead worker is noticed within the heartbeat timeout; the retry resumes from
             # the checkpoint in the last heartbeat.
             deadline=timeouts.train(timesteps),
@@ -423,6 +431,9 @@ class Steps:
         """An iteration's runs of one seed trained together (train_batch); their results in
         the members' order."""
         configs = max(self.inp.configs, *(CONFIG_NAMES.index(m.config) + 1 for m in members))
+        seconds = self.accounting.training_seconds_for(iteration)
+        if seconds is not None:
+            timesteps = max(timesteps, self.inp.timed_timesteps_cap)
         batch = await self.call(
             act.TRAIN_BATCH,
             TrainBatchRequest(
@@ -435,8 +446,11 @@ class Steps:
                 seed=seed,
                 configs=configs,
                 eval_max_steps=self.inp.eval_max_steps,
+                max_seconds=seconds,
             ),
-            summary=f"train {len(members)} runs of seed {seed} together: {timesteps:,} steps each",
+            summary=f"train {len(members)} runs of seed {seed} together: "
+            + (f"{seconds / 60:.1f} min, at most " if seconds is not None else "")
+            + f"{timesteps:,} steps each",
             # The heartbeat notices a dead worker; the retry resumes every group's checkpoint.
             deadline=timeouts.train(timesteps * len(members)),
             retry=TRAIN_RETRY,

@@ -98,6 +98,9 @@ class ChildRequest(BaseModel):
     progress_interval_s: float = 2.0
     # train / train_batch: cores the run may use (physics threads and torch threads).
     threads: int = 1
+    # train / train_batch on the engine: plan the steps to fit this many seconds from the
+    # throughput measured in the first updates (`timesteps` is then the most it may train).
+    max_seconds: float = 0.0
     # train: "auto" (PPO on the batched engine where it can) or "sb3" (the Stable-Baselines3
     # trainer, the reference bench-train measures the engine against).
     engine: Literal["auto", "sb3"] = "auto"

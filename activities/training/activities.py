@@ -289,6 +289,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         eval_checkpoint_episodes=EVAL_CHECKPOINT_EPISODES,
         max_steps=req.eval_max_steps,
         algo=req.algo,
+        max_seconds=req.max_seconds or 0.0,
     )
     resume_from = _resume_point()
     # What every heartbeat carries: an earlier attempt's checkpoint until this one makes its own.

@@ -149,6 +149,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
             max_steps=req.eval_max_steps,
             eval_checkpoint_episodes=EVAL_CHECKPOINT_EPISODES,
             eval_handoff=True,
+            max_seconds=req.max_seconds or 0.0,
             members=[
                 BatchMember(
                     name=m.run_name,

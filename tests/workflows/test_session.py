@@ -659,6 +659,11 @@ async def test_training_time_cap_ends_the_session(temporal_env, queue_prefix):
     # Each stand-in run reports 60 s: the cap is reached after the second iteration.
     assert result.status == "budget_exhausted"
     assert len(result.iterations) == 2 and "max_training_minutes" in result.note
+    # Each run was given its iteration's share of the time left to plan its steps from:
+    # 90 s over 3 iterations, then the 30 s left over 2; its step count is then a ceiling.
+    calls = script.calls["train_policy"]
+    assert [c.max_seconds for c in calls] == [30.0, 15.0]
+    assert len({c.timesteps for c in calls}) == 1 and calls[0].timesteps >= 20 * 1000
 
 
 async def test_configs_fan_out_and_warm_start_begins_from_the_best_run(temporal_env, queue_prefix):

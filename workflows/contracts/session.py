@@ -100,6 +100,12 @@ class SessionInput(UserInput):
     def timesteps_cap(self) -> int:
         return self.max_timesteps_per_iteration or 2 * self.total_timesteps
 
+    @property
+    def timed_timesteps_cap(self) -> int:
+        """With max_training_minutes, the most steps a run may plan to fit its time (a large
+        machine trains more steps in the same minutes)."""
+        return self.max_timesteps_per_iteration or 20 * self.total_timesteps
+
 
 def input_errors(data: dict) -> list[str]:
     """Validate raw session input; returns one-line errors that each name a field."""

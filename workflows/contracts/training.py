@@ -108,6 +108,9 @@ class TrainRequest(Contract):
     final_eval: bool = False
     # Judge the evaluation checkpoints as they are kept and stop at the first that passes.
     stop_at_pass: StopAtPass | None = None
+    # A time budget: the steps are planned to fit it from the trainer's measured speed, at most
+    # `timesteps` (None: train `timesteps`).
+    max_seconds: float | None = None
 
 
 class TrainResult(Contract):
@@ -175,6 +178,8 @@ class TrainBatchRequest(Contract):
     seed: int = 0
     configs: int = 1
     eval_max_steps: int | None = None
+    # As TrainRequest's: steps planned to fit this time budget, at most `timesteps`.
+    max_seconds: float | None = None
 
 
 class TrainBatchResult(Contract):

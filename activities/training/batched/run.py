@@ -40,6 +40,7 @@ from workflows.contracts.keys import SCALARS, SUMMARY
 
 Emit = Callable[[dict[str, Any]], None]
 SINGLE = "run"  # the one candidate of a single run
+PLAN_AFTER_S = 3.0  # a time budget's steps are planned from the speed measured this long
 WINDOW = 20  # episodes in a member's mean return (as the single run's MetricsCallback)
 
 
@@ -97,6 +98,7 @@ def train_members(
     t0 = time.monotonic()
     periodic = _PeriodicEvals(req, ppo, folders, emit, t0) if req.eval_every > 0 else None
     stopped: dict[str, int] = {}  # the checkpoint (pct) whose pass stopped training
+    planner = _TimePlan(req.max_seconds, ppo, evals, emit) if req.max_seconds > 0 else None
     clock = {
         "last_progress": 0.0,
         "next_checkpoint": _next(ppo.steps_done, req.checkpoint_every),
@@ -127,6 +129,10 @@ def train_members(
                     ),
                 }
             )
+        if planner is not None:
+            # Training's own time: evaluations played here are not what the plan measures.
+            spent = evals.seconds + (periodic.seconds if periodic is not None else 0.0)
+            planner.after_update(now - t0 - spent)
         if (marker := stop_requested(out)) is not None and not p.stopped:
             p.stopped, stopped["pct"] = True, int(marker["pct"])
             emit({"event": "stopped_at_pass", "timesteps": p.steps_done, **marker})
@@ -161,6 +167,8 @@ def train_members(
         summary = _summary(req, ppo, k, wall, trained, resumed)
         summary["eval_checkpoint_seconds"] = round(evals.seconds, 2)
         summary["stopped_at_pct"] = stopped.get("pct")
+        if planner is not None:
+            summary["time_plan"] = planner.record()
         (folder / SUMMARY).write_text(json.dumps(summary))
         members[cand.name] = json.loads((folder / SUMMARY).read_text())
     ppo.close()
@@ -171,6 +179,48 @@ def train_members(
         "steps_per_second": round(len(candidates) * trained / max(wall, 1e-9), 1),
         "seconds": {k: round(v, 2) for k, v in ppo.seconds.items()},
     }
+
+
+class _TimePlan:
+    """Steps planned to fit `seconds` of training: after the first updates (PLAN_AFTER_S of
+    training at least), the budget becomes what the measured speed trains in the time left,
+    whole updates, at most the request's timesteps; training past the time by a tenth stops."""
+
+    def __init__(self, seconds: float, ppo: BatchedPPO, evals: _EvalPoints, emit: Emit) -> None:
+        self.seconds, self.ppo, self.evals, self.emit = seconds, ppo, evals, emit
+        self.start = ppo.steps_done
+        self.cap = ppo.timesteps
+        self.planned: int | None = None
+        self.rate = 0.0
+
+    def after_update(self, elapsed: float) -> None:
+        p = self.ppo
+        if self.planned is None and (elapsed >= PLAN_AFTER_S or elapsed >= self.seconds / 4):
+            self.rate = (p.steps_done - self.start) / max(elapsed, 1e-9)
+            per_update = p.t * p.e
+            left = max(0.0, self.seconds - elapsed) * self.rate
+            updates = max(1, int(left // per_update))
+            self.planned = min(self.cap, p.steps_done + updates * per_update)
+            p.timesteps = self.planned
+            self.evals.replan(self.planned)
+            self.emit(
+                {
+                    "event": "planned",
+                    "timesteps": self.planned,
+                    "steps_per_second": round(self.rate, 1),
+                    "seconds": self.seconds,
+                }
+            )
+        if elapsed > 1.1 * self.seconds:
+            p.stopped = True
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "seconds": self.seconds,
+            "steps_per_second": round(self.rate, 1),
+            "planned_timesteps": self.planned,
+            "cap": self.cap,
+        }
 
 
 class _PeriodicEvals:
@@ -237,6 +287,11 @@ class _EvalPoints:
     def passed(self, steps: int) -> None:
         for fraction in self.schedule.passed(steps) if self.schedule else []:
             self._hand_over(fraction)
+
+    def replan(self, total: int) -> None:
+        """The run's budget changed (a time plan): the points still due move with it."""
+        if self.schedule is not None:
+            self.schedule.total = total
 
     def finished(self) -> None:
         for fraction in self.schedule.end() if self.schedule else []:
@@ -340,7 +395,7 @@ def _summary(
     }
     return {
         "env_id": req.env_id,
-        "timesteps": req.timesteps,
+        "timesteps": ppo.timesteps,  # the budget (planned from time, with a time budget)
         "timesteps_done": ppo.steps_done,
         "wall_seconds": round(wall, 2),
         # This member's own steps per second of the batch's wall time.

@@ -246,3 +246,33 @@ def test_an_export_in_the_middle_of_training_changes_nothing_in_it(tmp_path: Pat
 
     for plain, exported in zip(trained(False), trained(True), strict=True):
         assert torch.equal(plain, exported)
+
+
+def test_a_time_budget_plans_the_steps_from_the_measured_speed(tmp_path: Path):
+    from activities.runner.protocol import ChildRequest
+    from activities.runner.supervisor import run_child
+    from activities.training import job
+    from workers.local.train import _run_sync
+
+    cap = 50_000_000  # far more than a few seconds train: the time decides
+    req = ChildRequest(
+        env_id="Hopper-v5",
+        reward_source=RUN_FORWARD,
+        timesteps=cap,
+        max_seconds=4.0,
+        ppo={"n_steps": 32},  # 512 steps an update: several before the plan is made
+        eval_checkpoint_episodes=2,
+        max_steps=10,
+    )
+    events: list[dict] = []
+    summary = _run_sync(lambda: run_child(job.TRAIN, req, tmp_path, events.append, stall_s=120))
+    [planned] = [e for e in events if e.get("event") == "planned"]
+    plan = summary["time_plan"]
+    assert plan["planned_timesteps"] == planned["timesteps"] < cap and plan["steps_per_second"] > 0
+    # The run trained what it planned, in whole updates, and its budget is the plan.
+    assert summary["timesteps_done"] == summary["timesteps"] == planned["timesteps"]
+    assert summary["timesteps_done"] % 512 == 0
+    # The evaluation checkpoints moved with the plan: all four, the last at its end.
+    kept = [e for e in events if e.get("event") == "eval_checkpoint"]
+    assert [e["pct"] for e in kept] == [25, 50, 75, 100]
+    assert kept[-1]["timesteps"] == summary["timesteps_done"]
