@@ -61,10 +61,10 @@ def child_env() -> dict[str, str]:
     env["PYTHONPATH"] = repo_pythonpath()
     env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
     env["PYTHONUNBUFFERED"] = "1"
-    # One thread unless a training run is given more (torch.set_num_threads in the child); its
-    # idle OpenMP threads sleep instead of spinning on cores its physics threads need next.
+    # One thread unless a training run is given more (torch.set_num_threads in the child). Not
+    # OMP_WAIT_POLICY=PASSIVE: waking sleeping threads for each small matmul made a two-thread
+    # update slower than one thread.
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = "1"
-    env["OMP_WAIT_POLICY"] = "PASSIVE"
     env["POLICYFORGE_PARENT_PID"] = str(os.getpid())
     return env
 

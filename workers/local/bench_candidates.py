@@ -211,7 +211,8 @@ def run_plain(
 
 def _figures(side: dict[str, Any], names: list[str], target: float, procs: int) -> dict[str, Any]:
     steps = sum(s for s, _ in side["runs"])
-    busy = sum(w for _, w in side["runs"]) / procs
+    # Training walls of processes that ran side by side (fewer than procs with few candidates).
+    busy = sum(w for _, w in side["runs"]) / min(procs, len(side["runs"]))
     finals, reached = {}, {}
     for name in names:
         evals = side["evals"].get(name) or []
