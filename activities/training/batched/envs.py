@@ -72,8 +72,8 @@ class BatchEnvs:
         self.observation_space = made[0].observation_space
         self.action_space = cast(gym.spaces.Box, made[0].action_space)
         self.kernel: Kernel | None = None if generic else kernel_for(env_id, self.envs[0])
-        # Kernel envs step their physics on `threads` threads; the others go through env.step.
-        self.stepper = PhysicsStepper(self.envs, threads if self.kernel is not None else 1)
+        # Physics on `threads` threads: a kernel's mj_step calls, or each env's own env.step.
+        self.stepper = PhysicsStepper(self.envs, threads)
         found = BodySensors(env_id, self.envs[0].model) if sensors else None
         self.sensors = None if found is None or found.empty else found
         self._seed = seed
@@ -164,7 +164,12 @@ class BatchEnvs:
         return kernel.after(qpos, qvel, datas, actions, before), qpos, qvel
 
     def _generic_step(self, actions: np.ndarray) -> Stepped:
-        rows = [e.step(a) for e, a in zip(self.envs, actions, strict=True)]
+        envs = self.envs
+
+        def step(part: slice) -> list[tuple[Any, ...]]:
+            return [envs[i].step(actions[i]) for i in range(part.start, part.stop)]
+
+        rows = self.stepper.map_slices(step)
         infos = [r[4] for r in rows]
         info = {
             key: np.array([i[key] for i in infos], dtype=np.float64)

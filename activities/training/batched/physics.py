@@ -10,12 +10,15 @@ second pass over the envs.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import mujoco
 import numpy as np
 from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
+
+T = TypeVar("T")
 
 
 class PhysicsStepper:
@@ -46,6 +49,19 @@ class PhysicsStepper:
                 job.result()  # re-raises a worker's error here
         self.seconds += time.perf_counter() - started
         return self.qpos.copy(), self.qvel.copy()
+
+    def map_slices(self, fn: Callable[[slice], list[T]]) -> list[T]:
+        """fn over each thread's slice of the envs, on the threads; the results in env order.
+        For envs stepped through their own `env.step` (no kernel): its physics still releases
+        the GIL, so heavy bodies (Humanoid) step on every thread."""
+        started = time.perf_counter()
+        if self._pool is None:
+            out = fn(self.slices[0])
+        else:
+            parts = [self._pool.submit(fn, s) for s in self.slices]
+            out = [row for part in parts for row in part.result()]
+        self.seconds += time.perf_counter() - started
+        return out
 
     def _step_slice(self, part: slice, actions: np.ndarray, cfrc: bool) -> None:
         qpos, qvel, nstep = self.qpos, self.qvel, self.frame_skip
