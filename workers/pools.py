@@ -33,9 +33,13 @@ def pool_activities(pool: str) -> list[Callable[..., Any]]:
 
         return list(LLM_ACTIVITIES)
     if pool == "train":
+        from activities.judging.checkpoints import score_checkpoint
         from activities.training.activities import TRAIN_ACTIVITIES
         from activities.training.batch_activity import train_batch
+        from activities.training.stop_at_pass import use_scorer
 
+        # Stop at pass: training judges its checkpoints with the judging stage's scorer.
+        use_scorer(score_checkpoint)
         return [*TRAIN_ACTIVITIES, train_batch]
     from activities.benchmarks import store_benchmark
     from activities.judging.activities import JUDGE_ACTIVITIES

@@ -1,0 +1,45 @@
+"""Scores of an evaluation checkpoint's kept episodes, for stopping training at pass.
+
+The train pool's worker hands `score_checkpoint` to the training stage
+(`activities.training.stop_at_pass.use_scorer`): the episodes are judged as the session's judge
+would judge the final one, by the built-in code judge in this process or by LLM-written judge
+code in a judge child (the sandbox).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path, PurePosixPath
+
+from activities.artifacts import ArtifactStore
+from activities.judging.code_judge import judge_trajectory
+from activities.judging.job import JUDGE
+from activities.runner.protocol import ChildRequest
+from activities.runner.supervisor import run_child
+from workflows.contracts.training import StopAtPass
+
+JUDGE_TIMEOUT_S = 120.0
+
+
+async def score_checkpoint(
+    rule: StopAtPass, env_id: str, episodes: list[Path], work_dir: Path
+) -> list[float]:
+    """Each episode's score (0-1) under the session's judge; ChildFailed or ValueError when
+    the judge cannot score them."""
+    if rule.judge_key is None:
+        judged = [
+            await asyncio.to_thread(judge_trajectory, path, env_id, rule.criteria, 1.0)
+            for path in episodes
+        ]
+        return [j.score for j in judged]
+    source = await asyncio.to_thread(ArtifactStore().get_text, rule.judge_key)
+    child = ChildRequest(
+        env_id=env_id,
+        judge_source=source,
+        judge_filename=PurePosixPath(rule.judge_key).name,
+        criteria=[c.name for c in rule.criteria],
+        trajectory_path=str(episodes[0]),
+        extra_trajectories=[str(p) for p in episodes[1:]],
+    )
+    result = await run_child(JUDGE, child, work_dir, timeout_s=JUDGE_TIMEOUT_S)
+    return [float(result["judgment"]["score"]), *map(float, result["extra_scores"])]
