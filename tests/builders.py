@@ -3,11 +3,16 @@ session started on the worker pools' task queues."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
+from workers.pools import run_pools
+from workers.settings import Settings
 from workflows.contracts.keys import run_prefix
 from workflows.contracts.queues import task_queue
 from workflows.contracts.session import RunRecord, SessionResult
@@ -69,3 +74,18 @@ async def start_session(
         result_type=SessionResult,
         memo=memo,
     )
+
+
+@contextlib.asynccontextmanager
+async def all_pools(client: Client, queue_prefix: str) -> AsyncIterator[None]:
+    """The three worker pools (llm, train, judge) on `queue_prefix`'s queues while the block
+    runs, two training slots, as `policyforge worker` runs them; cancelled after."""
+    settings = Settings(queue_prefix=queue_prefix, train_concurrency=2)
+    pools = asyncio.create_task(
+        run_pools(client, settings, ["llm", "train", "judge"], handle_signals=False)
+    )
+    try:
+        yield
+    finally:
+        pools.cancel()
+        await asyncio.gather(pools, return_exceptions=True)

@@ -4,8 +4,8 @@ the training child to stop once one passes.
 From `min_share` of the budget on (and before the end), the kept checkpoint's episodes (its
 10th-percentile, median and 90th-percentile returns) are scored by the session's judge, through
 the scorer the train pool's worker hands over (`use_scorer`: the judging stage's
-`score_checkpoint`; the stages never import each other). When their mean reaches the pass
-threshold, the marker `STOP` appears in the training child's output folder; the engine reads it
+`score_checkpoint`; the stages never import each other). When every one of them reaches the
+pass threshold, the marker `STOP` appears in the training child's output folder; the engine reads it
 after its next update, ends training there, and the final evaluation confirms (or not) what the
 checkpoint showed. A judge that fails on a checkpoint only logs, and so does a worker with no
 scorer: the run then trains its whole budget.
@@ -55,7 +55,9 @@ class Stopper:
         except (ChildFailed, ValueError, OSError) as exc:
             self.log.warning("checkpoint not judged", pct=pct, error=str(exc)[:300])
             return
-        score = sum(scores) / len(scores)
+        # Every kept episode must pass, the worst (p10) included: the final evaluation is one
+        # more episode, and a checkpoint passing only on average would often not be confirmed.
+        score = min(scores)
         self.scores[pct] = round(score, 4)
         if score >= self.rule.pass_threshold:
             self.stopped_at = pct

@@ -248,7 +248,9 @@ def _resume_problems(store: ArtifactStore, run: RunRecord, killed_at: int, total
         problems.append(f"trained {summary['timesteps_done']} of {total} steps")
     lines = store.get_text(run.run_prefix + "metrics/scalars.jsonl").splitlines()
     steps = [json.loads(line)["timesteps"] for line in lines]
-    if not steps or min(steps) >= killed_at:
+    # A row at the checkpoint's own count was written before the kill (the checkpoint follows
+    # the update that wrote it).
+    if not steps or min(steps) > killed_at:
         problems.append("the scalars from before the kill were lost")
     kept = [run.video_key, run.trajectory_key, run.run_prefix + "evals/pct_100/returns.json"]
     problems += [f"{key} missing" for key in kept if not key or not store.exists(key)]

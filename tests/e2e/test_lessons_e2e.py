@@ -10,9 +10,7 @@ import pytest
 
 from activities import lessons
 from activities.artifacts import ArtifactStore
-from tests.builders import start_session
-from workers.pools import run_pools
-from workers.settings import Settings
+from tests.builders import all_pools, start_session
 from workflows.contracts.keys import lesson_key
 
 # Slow tier: two whole sessions one after the other.
@@ -34,14 +32,12 @@ async def test_a_second_session_starts_from_the_first_sessions_lesson(
         max_iterations=2,
         # A few thousand steps cannot hop; a low bar lets the first session pass so that its
         # weights and budget become the lesson.
-        pass_threshold=0.05,
+        pass_threshold=0.02,
         eval_max_steps=40,
+        # Every step of the budget: the lesson carries the budget the runs trained.
+        min_training_share=1.0,
     )
-    settings = Settings(queue_prefix=queue_prefix, train_concurrency=2)
-    pools = asyncio.create_task(
-        run_pools(temporal_env.client, settings, ["llm", "train", "judge"], handle_signals=False)
-    )
-    try:
+    async with all_pools(temporal_env.client, queue_prefix):
         first = await start_session(
             temporal_env.client, queue_prefix, total_timesteps=4096, **common
         )
@@ -51,9 +47,6 @@ async def test_a_second_session_starts_from_the_first_sessions_lesson(
             temporal_env.client, queue_prefix, total_timesteps=2048, **common
         )
         two = await asyncio.wait_for(second.result(), timeout=600)
-    finally:
-        pools.cancel()
-        await asyncio.gather(pools, return_exceptions=True)
 
     assert one.passed, one
     assert f"Session `{one.session_id}` (offline) passed at iteration 1" in page

@@ -11,9 +11,7 @@ import numpy as np
 
 from activities.artifacts import ArtifactStore
 from activities.envs.catalog import facts
-from tests.builders import start_session
-from workers.pools import run_pools
-from workers.settings import Settings
+from tests.builders import all_pools, start_session
 from workflows.contracts.session import SessionStatus
 from workflows.session import SessionWorkflow
 
@@ -21,11 +19,7 @@ EVAL_STEPS = 40
 
 
 async def test_real_session_produces_video_and_trajectory_in_s3(temporal_env, s3, queue_prefix):
-    settings = Settings(queue_prefix=queue_prefix, train_concurrency=2)
-    pools = asyncio.create_task(
-        run_pools(temporal_env.client, settings, ["llm", "train", "judge"], handle_signals=False)
-    )
-    try:
+    async with all_pools(temporal_env.client, queue_prefix):
         handle = await start_session(
             temporal_env.client,
             queue_prefix,
@@ -42,9 +36,6 @@ async def test_real_session_produces_video_and_trajectory_in_s3(temporal_env, s3
         )
         result = await asyncio.wait_for(handle.result(), timeout=600)
         status = await handle.query(SessionWorkflow.status)
-    finally:
-        pools.cancel()
-        await asyncio.gather(pools, return_exceptions=True)
 
     assert isinstance(status, SessionStatus) and status.stage == "done" and status.runs == 2
     assert result.model_label == "offline (no LLM)"

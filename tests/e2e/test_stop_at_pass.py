@@ -8,9 +8,7 @@ import json
 import pytest
 
 from activities.artifacts import ArtifactStore
-from tests.builders import start_session
-from workers.pools import run_pools
-from workers.settings import Settings
+from tests.builders import all_pools, start_session
 
 BUDGET = 65_536
 
@@ -19,11 +17,7 @@ BUDGET = 65_536
 async def test_a_session_stops_training_at_the_checkpoint_that_passes(
     temporal_env, s3, queue_prefix
 ):
-    settings = Settings(queue_prefix=queue_prefix, train_concurrency=2)
-    pools = asyncio.create_task(
-        run_pools(temporal_env.client, settings, ["llm", "train", "judge"], handle_signals=False)
-    )
-    try:
+    async with all_pools(temporal_env.client, queue_prefix):
         # PPO balances the pole within about 25k steps: a checkpoint at 25% or 50% of this
         # budget passes, and the run stops there instead of training all of it.
         handle = await start_session(
@@ -37,9 +31,6 @@ async def test_a_session_stops_training_at_the_checkpoint_that_passes(
             min_training_share=0.25,
         )
         result = await asyncio.wait_for(handle.result(), timeout=600)
-    finally:
-        pools.cancel()
-        await asyncio.gather(pools, return_exceptions=True)
 
     assert result.passed, result.iterations[-1].diagnosis
     [record] = result.iterations

@@ -75,7 +75,7 @@ class EvalResult(Contract):
 
 class StopAtPass(Contract):
     """Stop a run once an evaluation checkpoint at or past `min_share` of its steps passes
-    the session's judge (the mean score of its kept episodes reaches the pass threshold)."""
+    the session's judge (every one of its kept episodes reaches the pass threshold)."""
 
     criteria: list[Criterion]
     pass_threshold: float

@@ -109,8 +109,14 @@ def test_tiny_candidates_bench_runs_the_three_sides(monkeypatch: pytest.MonkeyPa
         assert set(fig["final_returns"]) == {"c0", "c1"}
         assert fig["reached_target"] == 2 and fig["time_to_target_all_s"] is not None
         assert fig["steps_per_second"] > 0
-    # The batched side splits 3 candidates over 2 processes and reports where its time went.
-    assert set(out["batched"]["seconds"]) == {"rollout", "reward", "update"}
+    # The batched side splits its candidates over 2 processes and reports where its time
+    # went, per env step: the parts of the loop, physics and the policy within the rollout.
+    seconds = out["batched"]["seconds"]
+    assert set(seconds) == {"rollout", "physics", "policy", "reward", "update"}
+    assert seconds["physics"] + seconds["policy"] <= seconds["rollout"]
+    per_step = out["batched"]["per_sample_us"]
+    assert set(per_step) == {"physics", "policy", "rollout other", "reward", "update"}
+    assert all(v >= 0 for v in per_step.values()) and per_step["physics"] > 0
     assert out["physics"]["procs"] == 2 and out["physics"]["steps_per_second"] > 0
     for side in ("batched", "per_candidate", "plain"):
         assert 0 < out[side]["physics_share"] <= out[side]["training_physics_share"]
@@ -118,6 +124,7 @@ def test_tiny_candidates_bench_runs_the_three_sides(monkeypatch: pytest.MonkeyPa
     assert "c1 forward x1 ctrl x0.5" in text and "plain SB3" in text
     assert "share of bare physics (training)" in text and "bare physics (zero actions" in text
     assert any(line.startswith("batched: ") and "steps/s" in line for line in lines)
+    assert "batched: microseconds per env step (per process): physics " in text
 
 
 def test_bare_physics_steps_the_envs_model_with_no_policy():
