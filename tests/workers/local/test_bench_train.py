@@ -113,7 +113,8 @@ def test_tiny_candidates_bench_runs_the_three_sides(monkeypatch: pytest.MonkeyPa
     # went, per env step: the parts of the loop, physics and the policy within the rollout.
     seconds = out["batched"]["seconds"]
     assert set(seconds) == {"rollout", "physics", "policy", "reward", "update"}
-    assert seconds["physics"] + seconds["policy"] <= seconds["rollout"]
+    # Each figure is kept to a tenth of a second: their sum may pass the rollout's by that.
+    assert seconds["physics"] + seconds["policy"] <= seconds["rollout"] + 0.15
     per_step = out["batched"]["per_sample_us"]
     assert set(per_step) == {"physics", "policy", "rollout other", "reward", "update"}
     assert all(v >= 0 for v in per_step.values()) and per_step["physics"] > 0
