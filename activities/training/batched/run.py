@@ -1,14 +1,16 @@
-"""A session's batched training run, inside the training child (`job.TRAIN_BATCH`).
+"""Training runs on the batched engine, inside the training child: a batch of reward
+candidates (`job.TRAIN_BATCH`) or a session's single PPO run (`job.TRAIN`, a batch of one).
 
 The members of one request (candidates x configs of one seed that share a batch shape) train
-together in a `BatchedPPO`, each reward in its own sandbox. Like today's single run it emits
-progress, writes a resumable checkpoint every `checkpoint_every` steps (of every member:
-`state.py`) and resumes from one; at the end each member gets the files a single run writes,
-in <out>/<member name>/: model.zip and vecnormalize.npz (plain SB3), summary.json and
-scalars.jsonl. With `eval_handoff`, at 25/50/75/100% of training each member's policy is
-exported into <member>/evals/pct_<p>/ and handed over (<member>/handoff/pct_<p>.json) to the
-evaluator beside the batch (`side_eval.evaluate_members_beside`), which keeps a single run's
-evaluation checkpoint there under the member's own reward.
+together in a `BatchedPPO`, each reward in its own sandbox, physics and update on `threads`
+cores. A run emits progress, writes a resumable checkpoint every `checkpoint_every` steps (of
+every member: `state.py`) and resumes from one; at the end each member gets the files the SB3
+trainer writes, in its folder (<out>/<member name>/, or <out> itself for a single run):
+model.zip and vecnormalize.npz (plain SB3), summary.json, metrics/scalars.jsonl (SB3's names)
+and TensorBoard events. Between updates (`between_updates.py`) it keeps the evaluation
+checkpoints at 25/50/75/100% (handed over to the evaluator beside it with `eval_handoff`),
+plans its steps from a time budget (`max_seconds`), and stops early when the activity has
+seen a checkpoint pass (the marker `stop_at_pass.json` in <out>).
 """
 
 from __future__ import annotations
@@ -25,22 +27,23 @@ import torch
 from activities.envs.meanings import terminates_early
 from activities.runner.protocol import ChildRequest
 from activities.sandbox.client import SandboxClient, SandboxRewards
-from activities.training.batched.export import global_rngs_kept, save_candidate
+from activities.training.batched.between_updates import (
+    Board,
+    EvalPoints,
+    PeriodicEvals,
+    TimePlan,
+    next_multiple,
+)
+from activities.training.batched.export import save_candidate
 from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStats
 from activities.training.batched.state import load_state, save_state
-from activities.training.eval_checkpoints import (
-    EvalSchedule,
-    checkpoint_folder,
-    hand_over,
-    stop_requested,
-)
+from activities.training.eval_checkpoints import stop_requested
 from activities.training.presets import preset_for
 from activities.training.reward_runtime import ColumnRewards
 from workflows.contracts.keys import SCALARS, SUMMARY
 
 Emit = Callable[[dict[str, Any]], None]
 SINGLE = "run"  # the one candidate of a single run
-PLAN_AFTER_S = 3.0  # a time budget's steps are planned from the speed measured this long
 WINDOW = 20  # episodes in a member's mean return (as the single run's MetricsCallback)
 
 
@@ -93,15 +96,15 @@ def train_members(
         resumed, extra = load_state(ppo, Path(req.resume_dir))
         scalars = extra.get("scalars", scalars)  # the rows the first attempt wrote
         emit({"event": "resumed", "timesteps": resumed})
-    evals = _EvalPoints(req, ppo, folders, emit)
+    evals = EvalPoints(req, ppo, folders, emit)
     boards = [Board(folder / "tensorboard") for folder in folders]
     t0 = time.monotonic()
-    periodic = _PeriodicEvals(req, ppo, folders, emit, t0) if req.eval_every > 0 else None
+    periodic = PeriodicEvals(req, ppo, folders, emit, t0) if req.eval_every > 0 else None
     stopped: dict[str, int] = {}  # the checkpoint (pct) whose pass stopped training
-    planner = _TimePlan(req.max_seconds, ppo, evals, emit) if req.max_seconds > 0 else None
+    planner = TimePlan(req.max_seconds, ppo, evals, emit) if req.max_seconds > 0 else None
     clock = {
         "last_progress": 0.0,
-        "next_checkpoint": _next(ppo.steps_done, req.checkpoint_every),
+        "next_checkpoint": next_multiple(ppo.steps_done, req.checkpoint_every),
         "last_steps": ppo.steps_done,
         "last_update": t0,
     }
@@ -145,7 +148,7 @@ def train_members(
             folder = f"checkpoint_{p.steps_done}"
             save_state(p, out / folder, {"scalars": scalars})
             emit({"event": "checkpoint", "dir": folder, "timesteps": p.steps_done})
-            clock["next_checkpoint"] = _next(p.steps_done, req.checkpoint_every)
+            clock["next_checkpoint"] = next_multiple(p.steps_done, req.checkpoint_every)
 
     # The starting count first (as the SB3 trainer does): the worker's meter measures speed
     # between progress events.
@@ -179,178 +182,6 @@ def train_members(
         "steps_per_second": round(len(candidates) * trained / max(wall, 1e-9), 1),
         "seconds": {k: round(v, 2) for k, v in ppo.seconds.items()},
     }
-
-
-class _TimePlan:
-    """Steps planned to fit `seconds` of training: after the first updates (PLAN_AFTER_S of
-    training at least), the budget becomes what the measured speed trains in the time left,
-    whole updates, at most the request's timesteps; training past the time by a tenth stops."""
-
-    def __init__(self, seconds: float, ppo: BatchedPPO, evals: _EvalPoints, emit: Emit) -> None:
-        self.seconds, self.ppo, self.evals, self.emit = seconds, ppo, evals, emit
-        self.start = ppo.steps_done
-        self.cap = ppo.timesteps
-        self.planned: int | None = None
-        self.rate = 0.0
-
-    def after_update(self, elapsed: float) -> None:
-        p = self.ppo
-        if self.planned is None and (elapsed >= PLAN_AFTER_S or elapsed >= self.seconds / 4):
-            self.rate = (p.steps_done - self.start) / max(elapsed, 1e-9)
-            per_update = p.t * p.e
-            left = max(0.0, self.seconds - elapsed) * self.rate
-            updates = max(1, int(left // per_update))
-            self.planned = min(self.cap, p.steps_done + updates * per_update)
-            p.timesteps = self.planned
-            self.evals.replan(self.planned)
-            self.emit(
-                {
-                    "event": "planned",
-                    "timesteps": self.planned,
-                    "steps_per_second": round(self.rate, 1),
-                    "seconds": self.seconds,
-                }
-            )
-        if elapsed > 1.1 * self.seconds:
-            p.stopped = True
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "seconds": self.seconds,
-            "steps_per_second": round(self.rate, 1),
-            "planned_timesteps": self.planned,
-            "cap": self.cap,
-        }
-
-
-class _PeriodicEvals:
-    """bench-train's protocol (`evaluation.PeriodicEval`): after the first update at or past each
-    multiple of eval_every steps, and at the end, one deterministic episode of the env's own
-    return per member, its time off the training clock; metrics/evals.jsonl and "eval" events."""
-
-    def __init__(
-        self, req: ChildRequest, ppo: BatchedPPO, folders: list[Path], emit: Emit, t0: float
-    ) -> None:
-        from activities.training.batched.envs import BatchEnvs
-
-        self.ppo, self.folders, self.emit, self.t0 = ppo, folders, emit, t0
-        self.every, self.seed = req.eval_every, req.seed
-        self.envs = BatchEnvs(req.env_id, ppo.k, req.seed, env_kwargs=req.env_kwargs)
-        self.next = _next(ppo.steps_done, self.every)
-        self.seconds = 0.0
-        self.last = -1
-        for folder in folders:
-            (folder / "metrics").mkdir(parents=True, exist_ok=True)
-
-    def passed(self, steps: int) -> None:
-        if steps >= self.next:
-            self.next = _next(steps, self.every)
-            self._evaluate()
-
-    def finished(self) -> None:
-        if self.last != self.ppo.steps_done:
-            self._evaluate()
-        self.envs.close()
-
-    def _evaluate(self) -> None:
-        from activities.training.batched.evaluate import evaluate_candidates
-
-        started = time.monotonic()
-        wall = started - self.t0 - self.seconds
-        results = evaluate_candidates(self.ppo, self.seed, self.envs)
-        spent = time.monotonic() - started
-        self.seconds += spent
-        self.last = self.ppo.steps_done
-        for cand, folder, res in zip(self.ppo.candidates, self.folders, results, strict=True):
-            row = {
-                "timesteps": self.ppo.steps_done,
-                "train_wall_s": round(wall, 3),
-                **res,
-                "eval_s": round(spent / self.ppo.k, 3),
-            }
-            with (folder / "metrics" / "evals.jsonl").open("a") as f:
-                f.write(json.dumps(row) + "\n")
-            self.emit({"event": "eval", "member": cand.name, **row})
-
-
-class _EvalPoints:
-    """The members' evaluation checkpoints when training passes 25/50/75% of its steps and at
-    its end: handed over to the evaluator beside training (eval_handoff), or played here when
-    eval_checkpoint_episodes asks for them without one (none otherwise)."""
-
-    def __init__(self, req: ChildRequest, ppo: BatchedPPO, folders: list[Path], emit: Emit) -> None:
-        self.req, self.ppo, self.folders, self.emit = req, ppo, folders, emit
-        due = req.eval_handoff or req.eval_checkpoint_episodes > 0
-        self.schedule = EvalSchedule(ppo.timesteps, ppo.steps_done) if due else None
-        self.seconds = 0.0  # the batch's time handing over, inside its wall time
-
-    def passed(self, steps: int) -> None:
-        for fraction in self.schedule.passed(steps) if self.schedule else []:
-            self._hand_over(fraction)
-
-    def replan(self, total: int) -> None:
-        """The run's budget changed (a time plan): the points still due move with it."""
-        if self.schedule is not None:
-            self.schedule.total = total
-
-    def finished(self) -> None:
-        for fraction in self.schedule.end() if self.schedule else []:
-            self._hand_over(fraction)
-
-    def _hand_over(self, fraction: float) -> None:
-        started = time.monotonic()
-        pct, steps = round(fraction * 100), self.ppo.steps_done
-        for k, (cand, folder) in enumerate(zip(self.ppo.candidates, self.folders, strict=True)):
-            # Kept from the exported files: the policy the session would get at this point.
-            kept = checkpoint_folder(folder, pct)
-            save_candidate(self.ppo, k, kept)
-            if self.req.eval_handoff:
-                hand_over(folder, pct, fraction, steps)
-                event = "eval_handoff"
-            else:
-                self._play(cand.rewards, kept, fraction, steps)
-                event = "eval_checkpoint"
-            self.emit({"event": event, "member": cand.name, "pct": pct, "timesteps": steps})
-        self.seconds += time.monotonic() - started
-
-    def _play(self, rewards: ColumnRewards, folder: Path, fraction: float, steps: int) -> None:
-        """Play and keep the checkpoint here, as the evaluator beside training would."""
-        from activities.training.eval_checkpoints import keep_checkpoint
-        from activities.training.side_eval import saved_policy
-
-        # Loading and playing must not move the generators training draws its noise from.
-        with global_rngs_kept():
-            keep_checkpoint(
-                folder,
-                self.req.env_id,
-                rewards,
-                saved_policy(self.req, folder),
-                episodes=self.req.eval_checkpoint_episodes,
-                max_steps=self.req.max_steps,
-                fraction=fraction,
-                timesteps=steps,
-            )
-
-
-class Board:
-    """A run's TensorBoard event file: each metrics line as policyforge/<key> scalars."""
-
-    def __init__(self, folder: Path) -> None:
-        from tensorboardX import SummaryWriter
-
-        self.writer = SummaryWriter(str(folder))
-
-    def write(self, row: dict[str, Any]) -> None:
-        for key, value in row.items():
-            if key not in ("update", "timesteps") and isinstance(value, int | float):
-                self.writer.add_scalar(f"policyforge/{key}", value, row["timesteps"])
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-def _next(done: int, every: int) -> int:
-    return (done // every + 1) * every if every > 0 else 0
 
 
 def _mean(values: list[float]) -> float | None:
