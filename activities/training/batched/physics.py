@@ -5,6 +5,11 @@ as there are threads; the Python around each call (setting the controls, reading
 back) is a few per cent of a step. Each thread owns a contiguous slice of the envs and writes
 their new qpos and qvel into shared arrays, so the caller gets the stacked state without a
 second pass over the envs.
+
+Threads do not always pay: handing a step to them costs tens of microseconds, and a few cheap
+envs (a session's 16 HalfCheetahs: about 0.5 ms of physics a step) stepped slower on two
+threads than on one beside the trainer's own torch threads. So the stepper measures both ways
+over its first steps (TRIAL_STEPS each, after WARM_STEPS) and keeps the faster.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import numpy as np
 from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
 
 T = TypeVar("T")
+WARM_STEPS = 5
+TRIAL_STEPS = 20
 
 
 class PhysicsStepper:
@@ -36,32 +43,49 @@ class PhysicsStepper:
         self.frame_skip = int(self.envs[0].frame_skip)
         self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         self.seconds = 0.0  # wall time in `step`
+        # The trial: seconds on the threads and in the calling thread, then the choice.
+        self._calls = 0
+        self._trial = {"threads": 0.0, "alone": 0.0}
+        self.chosen: int | None = 1 if self._pool is None else None
 
     def step(self, actions: np.ndarray, cfrc: bool) -> tuple[np.ndarray, np.ndarray]:
         """Step every env with its row of `actions`; the stacked (qpos, qvel) after. Contact
         forces (`mj_rnePostConstraint`) only when something reads them."""
-        started = time.perf_counter()
-        if self._pool is None:
-            self._step_slice(self.slices[0], actions, cfrc)
-        else:
-            jobs = [self._pool.submit(self._step_slice, s, actions, cfrc) for s in self.slices]
-            for job in jobs:
-                job.result()  # re-raises a worker's error here
-        self.seconds += time.perf_counter() - started
+        self.map_slices(lambda part: self._step_slice(part, actions, cfrc))
         return self.qpos.copy(), self.qvel.copy()
 
-    def map_slices(self, fn: Callable[[slice], list[T]]) -> list[T]:
-        """fn over each thread's slice of the envs, on the threads; the results in env order.
-        For envs stepped through their own `env.step` (no kernel): its physics still releases
-        the GIL, so heavy bodies (Humanoid) step on every thread."""
+    def map_slices(self, fn: Callable[[slice], list[T] | None]) -> list[T]:
+        """fn over each thread's slice of the envs (or over all of them in the calling thread,
+        when that measured faster); the results in env order. For envs stepped through their
+        own `env.step` (no kernel) too: its physics still releases the GIL, so heavy bodies
+        (Humanoid) step on every thread."""
         started = time.perf_counter()
-        if self._pool is None:
-            out = fn(self.slices[0])
+        threaded = self._use_threads()
+        if not threaded or self._pool is None:
+            out = list(fn(slice(0, len(self.envs))) or [])
         else:
             parts = [self._pool.submit(fn, s) for s in self.slices]
-            out = [row for part in parts for row in part.result()]
-        self.seconds += time.perf_counter() - started
+            out = [row for part in parts for row in (part.result() or [])]
+        spent = time.perf_counter() - started
+        self.seconds += spent
+        self._record(threaded, spent)
         return out
+
+    def _use_threads(self) -> bool:
+        """Threads during the warm-up and the first half of the trial, then as chosen."""
+        if self.chosen is not None:
+            return self.chosen > 1
+        return self._calls < WARM_STEPS + TRIAL_STEPS
+
+    def _record(self, threaded: bool, spent: float) -> None:
+        if self.chosen is not None:
+            return
+        self._calls += 1
+        if self._calls > WARM_STEPS:
+            self._trial["threads" if threaded else "alone"] += spent
+        if self._calls >= WARM_STEPS + 2 * TRIAL_STEPS:
+            faster = self._trial["threads"] < self._trial["alone"]
+            self.chosen = self.threads if faster else 1
 
     def _step_slice(self, part: slice, actions: np.ndarray, cfrc: bool) -> None:
         qpos, qvel, nstep = self.qpos, self.qvel, self.frame_skip

@@ -246,7 +246,11 @@ def _summary(
         "nonfinite_rewards": counts.get("nonfinite", 0),
         "clipped_rewards": counts.get("clipped", 0),
         "episode": _episode_settings(ppo),
-        "engine": {"threads": ppo.envs.stepper.threads, "seconds": dict(ppo.seconds)},
+        "engine": {
+            "threads": ppo.threads,
+            "physics_threads": ppo.envs.stepper.chosen,
+            "seconds": dict(ppo.seconds),
+        },
         "torch_threads": torch.get_num_threads(),
     }
 

@@ -64,6 +64,9 @@ def test_batched_steps_equal_gymnasium(env_id: str, generic: bool, threads: int)
                 ref.reset()
                 np.testing.assert_array_equal(batch.obs[i], ref.last_obs)
     assert ends >= n  # every copy finished at least one episode (time limit or a fall)
+    # The stepper tried the threads and the calling thread alike (equal results either way)
+    # and kept the faster.
+    assert batch.stepper.chosen in ({1, threads} if threads > 1 else {1})
 
 
 def test_shaped_termination_and_episode_limits_apply_to_their_copies_only():
