@@ -376,10 +376,9 @@ class Steps:
         init: RunRecord | None,
     ) -> TrainResult:
         # Only the engine plans its steps from time (PPO without a warm start).
-        engine = self.inp.algo == "ppo" and init is None
-        seconds = self.accounting.training_seconds_for(iteration) if engine else None
-        if seconds is not None:
-            timesteps = max(timesteps, self.inp.timed_timesteps_cap)
+        timesteps, seconds, budget = self._timed(
+            iteration, timesteps, self.inp.algo == "ppo" and init is None
+        )
         trained = await self.call(
             act.TRAIN_POLICY,
             TrainRequest(
@@ -401,9 +400,7 @@ class Steps:
                 stop_at_pass=self._stop_at_pass(),
                 max_seconds=seconds,
             ),
-            summary=f"train {run_name}: "
-            + (f"{seconds / 60:.1f} min, at most " if seconds is not None else "")
-            + f"{timesteps:,} steps of {self.inp.algo.upper()}",
+            summary=f"train {run_name}: {budget} steps of {self.inp.algo.upper()}",
             # A dead worker is noticed within the heartbeat timeout; the retry resumes from
             # the checkpoint in the last heartbeat.
             deadline=timeouts.train(timesteps),
@@ -411,6 +408,15 @@ class Steps:
         )
         self.accounting.training(trained.wall_seconds)
         return trained
+
+    def _timed(self, iteration: int, timesteps: int, engine: bool) -> tuple[int, float | None, str]:
+        """With max_training_minutes, a run on the engine plans its steps from its share of
+        the time left, up to the timed cap: (steps at most, seconds or None, how to say it)."""
+        seconds = self.accounting.training_seconds_for(iteration) if engine else None
+        if seconds is None:
+            return timesteps, None, f"{timesteps:,}"
+        cap = max(timesteps, self.inp.timed_timesteps_cap)
+        return cap, seconds, f"{seconds / 60:.1f} min, at most {cap:,}"
 
     def _stop_at_pass(self) -> StopAtPass | None:
         """How a run may stop before its budget: its checkpoints judged as the session judges
@@ -431,9 +437,7 @@ class Steps:
         """An iteration's runs of one seed trained together (train_batch); their results in
         the members' order."""
         configs = max(self.inp.configs, *(CONFIG_NAMES.index(m.config) + 1 for m in members))
-        seconds = self.accounting.training_seconds_for(iteration)
-        if seconds is not None:
-            timesteps = max(timesteps, self.inp.timed_timesteps_cap)
+        timesteps, seconds, budget = self._timed(iteration, timesteps, True)
         batch = await self.call(
             act.TRAIN_BATCH,
             TrainBatchRequest(
@@ -448,9 +452,7 @@ class Steps:
                 eval_max_steps=self.inp.eval_max_steps,
                 max_seconds=seconds,
             ),
-            summary=f"train {len(members)} runs of seed {seed} together: "
-            + (f"{seconds / 60:.1f} min, at most " if seconds is not None else "")
-            + f"{timesteps:,} steps each",
+            summary=f"train {len(members)} runs of seed {seed} together: {budget} steps each",
             # The heartbeat notices a dead worker; the retry resumes every group's checkpoint.
             deadline=timeouts.train(timesteps * len(members)),
             retry=TRAIN_RETRY,

@@ -234,7 +234,13 @@ MODES: dict[str, child.ModeSpec] = {
     ),
     "train_batch": child.ModeSpec(
         _train_batch,
-        (*_ENV, *_POLICY, "activities.training.ppo", "activities.training.batched.run"),
+        (
+            *_ENV,
+            *_POLICY,
+            "activities.training.ppo",
+            "activities.training.batched.run",
+            "tensorboardX",
+        ),
     ),
     "evaluate": child.ModeSpec(_evaluate, (*_ENV, *_POLICY), unguarded_ok=True),
     "evaluate_beside": child.ModeSpec(

@@ -24,6 +24,7 @@ from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecNormalize
 
 from activities.envs.meanings import terminates_early
+from activities.training.board import Board
 from activities.training.checkpoints import CheckpointCallback, resume, save_policy, warm_start
 from activities.training.eval_checkpoints import EvalCheckpoints
 from activities.training.evaluation import PeriodicEval
@@ -73,7 +74,7 @@ class MetricsCallback(BaseCallback):
         self.scored = scored
         self.scalars_path = scalars
         self.tensorboard_dir = tensorboard
-        self._tb: Any = None
+        self._tb: Board | None = None
         self.emit = emit
         self.interval_s = interval_s
         self.window = window
@@ -91,9 +92,7 @@ class MetricsCallback(BaseCallback):
         # Appends: a resumed run continues the scalars its checkpoint carried.
         self._file = self.scalars_path.open("a")
         if self.tensorboard_dir is not None:
-            from tensorboardX import SummaryWriter
-
-            self._tb = SummaryWriter(str(self.tensorboard_dir))
+            self._tb = Board(self.tensorboard_dir)
         self.t_start = self._last_emit = self._last_record = time.monotonic()
         self._steps_at_record = self.num_timesteps
 
@@ -179,9 +178,7 @@ class MetricsCallback(BaseCallback):
         self._file.write(json.dumps(row) + "\n")
         self._file.flush()
         if self._tb is not None:
-            for key, value in row.items():
-                if key not in ("update", "timesteps") and isinstance(value, int | float):
-                    self._tb.add_scalar(f"policyforge/{key}", value, row["timesteps"])
+            self._tb.write(row)
         self._pending = None
         self._last_record, self._steps_at_record = now, self.num_timesteps
 

@@ -1,6 +1,6 @@
 """What a training run on the engine does between updates, besides learning: evaluation
-checkpoints (handed over or played here), bench-train's periodic evaluations, a time budget's
-plan, and TensorBoard. `run.train_members` calls each after every update.
+checkpoints (handed over or played here), bench-train's periodic evaluations and a time
+budget's plan. `run.train_members` calls each after every update.
 """
 
 from __future__ import annotations
@@ -175,20 +175,3 @@ class EvalPoints:
                 fraction=fraction,
                 timesteps=steps,
             )
-
-
-class Board:
-    """A run's TensorBoard event file: each metrics line as policyforge/<key> scalars."""
-
-    def __init__(self, folder: Path) -> None:
-        from tensorboardX import SummaryWriter
-
-        self.writer = SummaryWriter(str(folder))
-
-    def write(self, row: dict[str, Any]) -> None:
-        for key, value in row.items():
-            if key not in ("update", "timesteps") and isinstance(value, int | float):
-                self.writer.add_scalar(f"policyforge/{key}", value, row["timesteps"])
-
-    def close(self) -> None:
-        self.writer.close()

@@ -54,7 +54,7 @@ class PhysicsStepper:
         self.map_slices(lambda part: self._step_slice(part, actions, cfrc))
         return self.qpos.copy(), self.qvel.copy()
 
-    def map_slices(self, fn: Callable[[slice], list[T] | None]) -> list[T]:
+    def map_slices(self, fn: Callable[[slice], list[T]]) -> list[T]:
         """fn over each thread's slice of the envs (or over all of them in the calling thread,
         when that measured faster); the results in env order. For envs stepped through their
         own `env.step` (no kernel) too: its physics still releases the GIL, so heavy bodies
@@ -62,10 +62,10 @@ class PhysicsStepper:
         started = time.perf_counter()
         threaded = self._use_threads()
         if not threaded or self._pool is None:
-            out = list(fn(slice(0, len(self.envs))) or [])
+            out = fn(slice(0, len(self.envs)))
         else:
             parts = [self._pool.submit(fn, s) for s in self.slices]
-            out = [row for part in parts for row in (part.result() or [])]
+            out = [row for part in parts for row in part.result()]
         spent = time.perf_counter() - started
         self.seconds += spent
         self._record(threaded, spent)
@@ -87,7 +87,8 @@ class PhysicsStepper:
             faster = self._trial["threads"] < self._trial["alone"]
             self.chosen = self.threads if faster else 1
 
-    def _step_slice(self, part: slice, actions: np.ndarray, cfrc: bool) -> None:
+    def _step_slice(self, part: slice, actions: np.ndarray, cfrc: bool) -> list[None]:
+        """Step the envs of `part`, their state into the shared arrays (nothing to return)."""
         qpos, qvel, nstep = self.qpos, self.qvel, self.frame_skip
         for i in range(part.start, part.stop):
             env = self.envs[i]
@@ -98,6 +99,7 @@ class PhysicsStepper:
                 mujoco.mj_rnePostConstraint(model, data)
             qpos[i] = data.qpos
             qvel[i] = data.qvel
+        return []
 
     def close(self) -> None:
         if self._pool is not None:

@@ -28,7 +28,6 @@ from activities.envs.meanings import terminates_early
 from activities.runner.protocol import ChildRequest
 from activities.sandbox.client import SandboxClient, SandboxRewards
 from activities.training.batched.between_updates import (
-    Board,
     EvalPoints,
     PeriodicEvals,
     TimePlan,
@@ -37,6 +36,7 @@ from activities.training.batched.between_updates import (
 from activities.training.batched.export import save_candidate
 from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStats
 from activities.training.batched.state import load_state, save_state
+from activities.training.board import Board
 from activities.training.eval_checkpoints import stop_requested
 from activities.training.presets import preset_for
 from activities.training.reward_runtime import ColumnRewards
