@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.contracts import activities as act
@@ -51,16 +52,20 @@ async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> Iterat
     )
     if batched:
         trained = await _train_batches(steps, rewards, runs_to_do)
-        runs = await asyncio.gather(
+        done = await asyncio.gather(
             *(
-                _evaluate_and_judge(steps, k, rewards[k], seed, config, trained[(k, config, seed)])
+                _after_batch(steps, k, rewards[k], seed, config, trained[(k, config, seed)])
                 for k, config, seed in runs_to_do
             )
         )
     else:
-        runs = await asyncio.gather(
+        done = await asyncio.gather(
             *(_one_run(steps, k, rewards[k], seed, config, init) for k, config, seed in runs_to_do)
         )
+    # A candidate whose code the fixer repaired mid-iteration is recorded with the fixed code.
+    for (k, _, _), (_, fixed) in zip(runs_to_do, done, strict=True):
+        rewards[k] = fixed
+    runs = [run for run, _ in done]
     groups: dict[tuple[int, str], list[tuple[RunRecord, TrainResult, Judgment]]] = {}
     for (k, config, _), run in zip(runs_to_do, runs, strict=True):
         groups.setdefault((k, config), []).append(run)
@@ -129,14 +134,42 @@ async def _one_run(
     seed: int,
     config: str,
     init: RunRecord | None,
-) -> tuple[RunRecord, TrainResult, Judgment]:
-    """One run: train, evaluate, judge from the trajectory (and the video, when on)."""
+) -> tuple[tuple[RunRecord, TrainResult, Judgment], RewardArtifact]:
+    """One run: train, evaluate, judge from the trajectory (and the video, when on); the reward
+    it trained with (a reward that failed in training goes to the fixer and trains again)."""
     state = steps.state
     run_name = keys.run_name(candidate, config, seed)
-    trained = await steps.train(
-        state.iteration, run_name, reward, state.timesteps, seed, config, init
-    )
-    return await _evaluate_and_judge(steps, candidate, reward, seed, config, trained)
+    while True:
+        try:
+            trained = await steps.train(
+                state.iteration, run_name, reward, state.timesteps, seed, config, init
+            )
+            break
+        except ActivityError as exc:
+            error = steps.code_fault(exc, "reward")
+            if error is None:
+                raise
+            reward = await steps.refix_reward(state.iteration, candidate, reward, error)
+    judged = await _evaluate_and_judge(steps, candidate, reward, seed, config, trained)
+    return judged, reward
+
+
+async def _after_batch(
+    steps: Steps,
+    candidate: int,
+    reward: RewardArtifact,
+    seed: int,
+    config: str,
+    trained: TrainResult,
+) -> tuple[tuple[RunRecord, TrainResult, Judgment], RewardArtifact]:
+    """A batch member evaluated and judged; one whose reward failed mid-batch (the others
+    trained on) is fixed and trained again on its own."""
+    if trained.fault is None:
+        return await _evaluate_and_judge(steps, candidate, reward, seed, config, trained), reward
+    iteration = steps.state.iteration
+    error = steps.member_fault(iteration, trained.fault)
+    fixed = await steps.refix_reward(iteration, candidate, reward, error)
+    return await _one_run(steps, candidate, fixed, seed, config, None)
 
 
 async def _train_batches(
@@ -173,7 +206,16 @@ async def _evaluate_and_judge(
     state.stage("evaluating", timesteps_done=trained.timesteps_done)
     evaluated = await steps.evaluate(reward, trained, seed)
     state.stage("judging")
-    judgment = await steps.judge(evaluated, state.criteria, state.judge)
+    while True:
+        judge = state.judge
+        try:
+            judgment = await steps.judge(evaluated, state.criteria, judge)
+            break
+        except ActivityError as exc:
+            error = steps.code_fault(exc, "judge")
+            if error is None or judge is None:
+                raise
+            await steps.refix_judge(judge, reward.key, error)
     visual = state.visual_criteria
     if visual is not None and evaluated.video_key:
         seen = await steps.llm(

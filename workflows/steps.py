@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.contracts import activities as act
@@ -69,6 +69,17 @@ SHORT_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds
 # train_policy also plays the final evaluation episode beside training (no evaluate_policy
 # call): histories recorded before it replay without the marker.
 TRAIN_EVAL_PATCH = "final-eval-beside-training"
+# Generated code that fails after validation (a reward on states only a trained policy reaches,
+# a judge on a later episode) goes back to the fixer instead of ending the session. Histories
+# recorded before ended at such a failure, and still do.
+CODE_FAULT_PATCH = "code-faults-to-fixer"
+# The activity errors that blame the code (non-retryable: running it again fails again).
+FAULT_TYPES: dict[Kind, tuple[str, ...]] = {
+    "reward": ("RewardRuntimeError",),
+    "judge": ("JudgeCodeFailed",),
+}
+# Faults a session sends to the fixer in all (each costs a fix and a retrain or a re-judge).
+MAX_CODE_FAULTS = 4
 
 
 def _still_invalid(
@@ -88,6 +99,22 @@ def _still_invalid(
     )
 
 
+def _with_fixes(reward: RewardArtifact, fixes: list[FixResult]) -> RewardArtifact:
+    """The reward after the fixer's rounds: the last code, each description as last given."""
+    for fixed in fixes:
+        reward = reward.model_copy(
+            update={
+                "key": fixed.key,
+                "latex": fixed.latex or reward.latex,
+                "terms": fixed.terms or reward.terms,
+                "summary": fixed.summary or reward.summary,
+                "template": None,
+                "params": {},
+            }
+        )
+    return reward
+
+
 class Steps:
     """The session's activity calls; each reads the session's input and state."""
 
@@ -96,6 +123,8 @@ class Steps:
         # Shorthands for what every step reads.
         self.inp, self.session_id = state.inp, state.session_id
         self.offline, self.accounting = state.offline, state.accounting
+        # Code that failed after validation, by its key: the fix every run of it waits for.
+        self._refixes: dict[str, asyncio.Future[list[FixResult]]] = {}
 
     async def call(
         self,
@@ -139,35 +168,30 @@ class Steps:
     ) -> RewardArtifact:
         """Validate on real env steps; on error the LLM fixes it, at most MAX_FIX_ATTEMPTS runs."""
         fixes = await self._until_valid(
-            "reward",
-            lambda key: self._validate(
-                act.VALIDATE_REWARD, ValidateRequest(env_id=self.inp.env_id, reward_key=key)
-            ),
-            reward.key,
-            iteration,
-            candidate,
-            criteria,
+            "reward", self._validate_reward, reward.key, iteration, candidate, criteria
         )
-        for fixed in fixes:
-            reward = reward.model_copy(
-                update={
-                    "key": fixed.key,
-                    "latex": fixed.latex or reward.latex,
-                    "terms": fixed.terms or reward.terms,
-                    "summary": fixed.summary or reward.summary,
-                    "template": None,
-                    "params": {},
-                }
-            )
-        return reward
+        return _with_fixes(reward, fixes)
 
     async def valid_judge(
         self, judge: JudgeCode, reward_key: str, criteria: list[Criterion]
     ) -> JudgeCode:
         """Run the judge code on a random episode; on error the LLM fixes it (bounded)."""
         fixes = await self._until_valid(
-            "judge",
-            lambda key: self._validate(
+            "judge", self._judge_validator(reward_key, criteria), judge.key, 1, 0, criteria
+        )
+        return JudgeCode(key=fixes[-1].key, summary=judge.summary) if fixes else judge
+
+    def _validate_reward(self, key: str) -> Awaitable[ValidateResult]:
+        # A session whose runs cannot apply SHAPING refuses it here, where the fixer sees why.
+        shaping = self.inp.algo == "ppo" and not self.inp.warm_start
+        req = ValidateRequest(env_id=self.inp.env_id, reward_key=key, shaping=shaping)
+        return self._validate(act.VALIDATE_REWARD, req)
+
+    def _judge_validator(
+        self, reward_key: str, criteria: list[Criterion]
+    ) -> Callable[[str], Awaitable[ValidateResult]]:
+        def validate(key: str) -> Awaitable[ValidateResult]:
+            return self._validate(
                 act.VALIDATE_JUDGE,
                 ValidateJudgeRequest(
                     env_id=self.inp.env_id,
@@ -175,13 +199,9 @@ class Steps:
                     reward_key=reward_key,
                     criteria=[c.name for c in criteria],
                 ),
-            ),
-            judge.key,
-            1,
-            0,
-            criteria,
-        )
-        return JudgeCode(key=fixes[-1].key, summary=judge.summary) if fixes else judge
+            )
+
+        return validate
 
     async def _validate(self, ref: ActivityRef[Req, ValidateResult], req: Req) -> ValidateResult:
         return await self.call(ref, req, retry=SHORT_RETRY)
@@ -194,26 +214,116 @@ class Steps:
         iteration: int,
         candidate: int,
         criteria: list[Criterion],
+        fault: str | None = None,
+        series: int = 0,
     ) -> list[FixResult]:
         """Validate the code at `key`, and after each failure have the LLM fix it, until it runs
-        or MAX_FIX_ATTEMPTS validations failed (then a non-retryable error quoting the last)."""
+        or MAX_FIX_ATTEMPTS validations failed (then a non-retryable error quoting the last).
+        With `fault` (the code failed after validation: the session's `series`-th such fault)
+        the first round fixes that error."""
         fixes: list[FixResult] = []
         for attempt in range(1, MAX_FIX_ATTEMPTS + 1):
-            self.state.stage("validating")
-            check = await validate(key)
-            if check.ok:
-                return fixes
-            error = check.error or "unknown error"
+            if fault is not None and attempt == 1:
+                error = fault
+            else:
+                self.state.stage("validating")
+                check = await validate(key)
+                if check.ok:
+                    return fixes
+                error = check.error or "unknown error"
             if self.offline or attempt == MAX_FIX_ATTEMPTS:
                 raise _still_invalid(kind, iteration, attempt, error, self.offline)
             self.state.stage("fixing")
-            fixed = await self.llm(
-                act.FIX_CODE,
-                self._fix_request(kind, iteration, candidate, key, error, attempt, criteria),
-            )
+            request = self._fix_request(kind, iteration, candidate, key, error, attempt, criteria)
+            # The first round of a fault: the code had passed validation.
+            request.after_validation = fault is not None and attempt == 1
+            request.series = series
+            fixed = await self.llm(act.FIX_CODE, request)
             fixes.append(fixed)
             key = fixed.key
         raise AssertionError("unreachable")
+
+    # --- code that fails after validation ------------------------------------------------------
+
+    def code_fault(self, exc: ActivityError, kind: Kind) -> str | None:
+        """The code's one-line error when `exc` blames the generated code and the session may
+        still send it to the fixer; None when the caller should let `exc` end the session (not
+        the code's fault, the offline author, the budget spent, a history from before)."""
+        cause = exc.cause
+        if not (
+            isinstance(cause, ApplicationError)
+            and cause.type in FAULT_TYPES[kind]
+            and cause.non_retryable
+        ):
+            return None
+        if self.offline or not workflow.patched(CODE_FAULT_PATCH):
+            return None
+        return cause.message if self._fix_budget_left() else None
+
+    def member_fault(self, iteration: int, error: str) -> str:
+        """A batch member's reward error (the batch trained on without it): returned when it
+        may go to the fixer, else raised as the error that ends the session."""
+        if self.offline or not self._fix_budget_left():
+            raise ApplicationError(
+                f"reward code for iteration {iteration} failed in training: {error}",
+                type="RewardRuntimeError",
+                non_retryable=True,
+            )
+        return error
+
+    def _fix_budget_left(self) -> bool:
+        return len(self._refixes) < MAX_CODE_FAULTS
+
+    async def refix_reward(
+        self, iteration: int, candidate: int, reward: RewardArtifact, error: str
+    ) -> RewardArtifact:
+        """A reward that failed in training, fixed and validated again; the runs of one
+        candidate that fail on the same code share one fix."""
+        fixes = await self._refix(
+            reward.key,
+            lambda series: self._until_valid(
+                "reward",
+                self._validate_reward,
+                reward.key,
+                iteration,
+                candidate,
+                self.state.criteria,
+                fault=error,
+                series=series,
+            ),
+        )
+        return _with_fixes(reward, fixes)
+
+    async def refix_judge(self, judge: JudgeCode, reward_key: str, error: str) -> JudgeCode:
+        """The session's judge code that failed on an episode, fixed and validated again; it
+        judges every later episode."""
+        criteria = self.state.criteria
+        fixes = await self._refix(
+            judge.key,
+            lambda series: self._until_valid(
+                "judge",
+                self._judge_validator(reward_key, criteria),
+                judge.key,
+                self.state.iteration,
+                0,
+                criteria,
+                fault=error,
+                series=series,
+            ),
+        )
+        fixed = JudgeCode(key=fixes[-1].key, summary=judge.summary)
+        if self.state.judge is not None and self.state.judge.key == judge.key:
+            self.state.judge = fixed
+        return fixed
+
+    async def _refix(
+        self, key: str, fix: Callable[[int], Awaitable[list[FixResult]]]
+    ) -> list[FixResult]:
+        """The fix of the code at `key`, started by the first run that needs it (its series
+        number names the fixed files apart from earlier fixes)."""
+        if key not in self._refixes:
+            self._refixes[key] = asyncio.ensure_future(fix(len(self._refixes) + 1))
+        return await self._refixes[key]
 
     def _fix_request(
         self,

@@ -169,8 +169,10 @@ def fix_code(req: FixRequest) -> FixResult:
         req.error,
         req.attempt,
         req.llm_model,
+        after_validation=req.after_validation,
     )
-    version = f"fix{req.attempt}"
+    # A later failure's fixes are named apart from validation's (fix1 may be the code in use).
+    version = f"fix{req.attempt}" if not req.series else f"fault{req.series}_fix{req.attempt}"
     key = (
         keys.reward_key(req.session_id, req.iteration, req.candidate, version)
         if req.kind == "reward"

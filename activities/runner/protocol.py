@@ -104,6 +104,8 @@ class ChildRequest(BaseModel):
     # train: "auto" (PPO on the batched engine where it can) or "sb3" (the Stable-Baselines3
     # trainer, the reference bench-train measures the engine against).
     engine: Literal["auto", "sb3"] = "auto"
+    # validate: whether the session's runs apply a reward's SHAPING (else validation refuses it).
+    shaping: bool = True
     # Checkpoint every this many timesteps (0: never); resume from a checkpoint folder.
     checkpoint_every: int = 0
     resume_dir: str | None = None

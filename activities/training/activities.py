@@ -170,6 +170,7 @@ async def validate_reward(req: ValidateRequest) -> ValidateResult:
             reward_filename=_filename(req.reward_key),
             steps=req.steps,
             seed=req.seed,
+            shaping=req.shaping,
         )
         result = await _validate(job.VALIDATE, child)
         if isinstance(result, str):
@@ -436,6 +437,7 @@ def train_result(prefix: str, summary: dict[str, Any]) -> TrainResult:
         resumed_from_timesteps=summary.get("resumed_from_timesteps"),
         stopped_at_pct=summary.get("stopped_at_pct"),
         timesteps_budget=summary.get("timesteps"),
+        fault=summary.get("fault"),
     )
 
 

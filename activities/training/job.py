@@ -121,6 +121,13 @@ def _check_shaping(req: ChildRequest, rewards: ColumnRewards) -> None:
     if raw is None:
         return
     from activities.sandbox.reward_code import RewardLoadError
+
+    if not req.shaping:
+        # Refused here, where the fixer sees it, rather than when training starts.
+        raise RewardLoadError(
+            f"{req.reward_filename}: this session's runs do not apply SHAPING (it trains SAC or "
+            "TD3, or warm-starts each run); remove the SHAPING constant"
+        )
     from activities.training.batched.shaping import ShapingError, parse
     from activities.training.sim import make_env
 

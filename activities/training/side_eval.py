@@ -27,6 +27,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from activities.runner.protocol import ChildRequest
 from activities.sandbox.client import SandboxClient, SandboxRewards
+from activities.sandbox.reward_code import RewardLoadError
 from activities.training import policy_io
 from activities.training.eval_checkpoints import HANDOFF, checkpoint_folder, keep_checkpoint
 from activities.training.evaluation import deterministic_act
@@ -116,18 +117,28 @@ def evaluate_members_beside(
         for m, box in zip(req.members, boxes, strict=True)
     }
     kept: dict[str, list[int]] = {m.name: [] for m in req.members}
+    # Members whose reward failed here: the batch drops them too (batched/ppo.py), and the
+    # others' checkpoints are still kept.
+    failed: dict[str, str] = {}
     work = 0.0
     while True:
         over = all((watch / name / SUMMARY).exists() for name in kept)
         todo = sorted(
             (marker["pct"], name, marker)
             for name in kept
+            if name not in failed
             for marker in _markers(watch / name)
             if marker["pct"] not in kept[name]
         )
         started = time.monotonic()
         for pct, name, marker in todo:
-            _keep(req, rewards[name], watch / name, marker)
+            if name in failed:
+                continue
+            try:
+                _keep(req, rewards[name], watch / name, marker)
+            except RewardLoadError as exc:
+                failed[name] = str(exc)
+                continue
             kept[name].append(pct)
             emit(
                 {"event": "eval_checkpoint", "member": name, "pct": pct, "timesteps": marker["ts"]}
@@ -137,7 +148,7 @@ def evaluate_members_beside(
         if over:
             break
         time.sleep(POLL_S)
-    return {"checkpoints": kept, "work_seconds": round(work, 2)}
+    return {"checkpoints": kept, "work_seconds": round(work, 2), "failed": failed}
 
 
 def _markers(watch: Path) -> list[dict[str, Any]]:

@@ -98,6 +98,14 @@ class Script:
     settle_score: float | None = None
     # The elicitor fails for good with this message (e.g. the LLM worker has no provider key).
     elicit_error: str | None = None
+    # Code that passed validation and fails later, until the fixer has repaired it after
+    # that failure (its key then carries ".fault"): training a reward (every reward, or only
+    # batch members whose run name has `member_fault_run`), judging (from the n-th call on).
+    train_fault: str | None = None
+    member_fault_run: str = ""
+    judge_fault: str | None = None
+    judge_fault_from_call: int = 1
+    train_fault_forever: bool = False  # every fix fails in training again
     calls: dict[str, list] = field(default_factory=dict)
 
     def log(self, name: str, req) -> None:
@@ -162,8 +170,9 @@ class Script:
         @activity.defn(name="fix_code")
         async def fix_code(req: FixRequest) -> FixResult:
             script.log("fix_code", req)
+            version = f"fault{req.series}_fix" if req.series else "fix"
             return FixResult(
-                key=f"{req.code_key}.fix{req.attempt}",
+                key=f"{req.code_key}.{version}{req.attempt}",
                 usage=script.usage(f"fixer_{req.kind}", req.llm_model),
             )
 
@@ -283,6 +292,11 @@ class Script:
                 except asyncio.CancelledError:
                     script.log("train_cancelled", req)
                     raise
+            fixed = ".fault" in req.reward_key and not script.train_fault_forever
+            if script.train_fault and not fixed and not script.member_fault_run:
+                raise ApplicationError(
+                    script.train_fault, type="RewardRuntimeError", non_retryable=True
+                )
             prefix = layout.run_prefix(req.session_id, req.iteration, req.run_name)
             return TrainResult(
                 run_prefix=prefix,
@@ -309,6 +323,9 @@ class Script:
                         mean_episode_return=10.0 + i,
                         term_means={"forward": 1.0, "ctrl": -0.5},
                         wall_seconds=60.0,
+                        fault=script.train_fault
+                        if script.member_fault_run and script.member_fault_run in m.run_name
+                        else None,
                     )
                 )
             return TrainBatchResult(results=results)
@@ -328,6 +345,14 @@ class Script:
         @activity.defn(name="judge_rollout")
         async def judge_rollout(req: JudgeRequest) -> Judgment:
             script.log("judge_rollout", req)
+            n = len(script.calls["judge_rollout"])
+            fixed = req.judge_key is not None and ".fault" in req.judge_key
+            if script.judge_fault and n >= script.judge_fault_from_call and not fixed:
+                raise ApplicationError(
+                    f"judge code failed on {req.trajectory_key}: {script.judge_fault}",
+                    type="JudgeCodeFailed",
+                    non_retryable=True,
+                )
             score = script.scores[min(len(script.calls["judge_rollout"]), len(script.scores)) - 1]
             for fragment, value in script.run_scores.items():
                 if fragment in req.trajectory_key:
@@ -864,3 +889,84 @@ async def test_long_sessions_continue_as_new_between_iterations(temporal_env, qu
     assert sorted(str(w.status.name) for w in runs) == [
         "COMPLETED", "CONTINUED_AS_NEW", "CONTINUED_AS_NEW"
     ]  # fmt: skip
+
+
+ZERO_DIV = "reward_fn.py line 9: ZeroDivisionError: float division by zero"
+
+
+async def test_a_reward_that_fails_in_training_goes_back_to_the_fixer_and_trains_again(
+    temporal_env, queue_prefix
+):
+    script = Script(scores=[0.9], train_fault=ZERO_DIV)
+    result = await run_session(
+        temporal_env, queue_prefix, script, llm_model="claude-sonnet-4-6", vlm_judge=False
+    )
+    assert result.passed
+    (fix,) = script.calls["fix_code"]
+    assert fix.kind == "reward" and fix.after_validation and fix.series == 1
+    assert "ZeroDivisionError" in fix.error
+    first, again = script.calls["train_policy"]
+    assert again.reward_key == first.reward_key + ".fault1_fix1"
+    # The fix was validated before it trained, and the record names the code that trained.
+    assert script.calls["validate_reward"][-1].reward_key == again.reward_key
+    assert result.iterations[0].reward_key == again.reward_key
+
+
+async def test_a_judge_that_fails_on_a_later_episode_is_fixed_once_and_judges_every_run(
+    temporal_env, queue_prefix
+):
+    script = Script(scores=[0.9], judge_fault="judge_fn.py line 4: IndexError: index 120")
+    result = await run_session(
+        temporal_env,
+        queue_prefix,
+        script,
+        llm_model="claude-sonnet-4-6",
+        vlm_judge=False,
+        seeds=2,
+    )
+    assert result.passed and result.iterations[0].runs == 2
+    (fix,) = script.calls["fix_code"]  # the two runs' failures share one fix
+    assert fix.kind == "judge" and fix.after_validation and "IndexError" in fix.error
+    fixed = fix.code_key + ".fault1_fix1"
+    assert script.calls["validate_judge"][-1].judge_key == fixed
+    judged = [j.judge_key for j in script.calls["judge_rollout"]]
+    assert judged[-2:] == [fixed, fixed]
+
+
+async def test_a_batch_member_whose_reward_fails_is_fixed_and_trained_alone(
+    temporal_env, queue_prefix
+):
+    script = Script(scores=[0.9], train_fault=ZERO_DIV, member_fault_run="c1_")
+    result = await run_session(
+        temporal_env,
+        queue_prefix,
+        script,
+        llm_model="claude-sonnet-4-6",
+        vlm_judge=False,
+        candidates=2,
+    )
+    assert result.passed and result.iterations[0].batched
+    (fix,) = script.calls["fix_code"]
+    assert fix.candidate == 1 and fix.after_validation
+    (alone,) = script.calls["train_policy"]  # the other member's batch result stood
+    assert alone.run_name.startswith("c1_") and alone.reward_key.endswith(".fault1_fix1")
+    assert sorted(r.candidate for r in result.iterations[0].run_results) == [0, 1]
+
+
+async def test_code_failing_after_validation_ends_the_session_when_the_fixes_run_out(
+    temporal_env, queue_prefix
+):
+    from workflows.steps import MAX_CODE_FAULTS
+
+    # Every fix fails in training again: the session gives up after MAX_CODE_FAULTS fixes,
+    # quoting the error. The offline author has no fixer: its first failure ends the session.
+    for model, fixes in (("claude-sonnet-4-6", MAX_CODE_FAULTS), ("offline", 0)):
+        script = Script(scores=[0.9], train_fault=ZERO_DIV, train_fault_forever=True)
+        with pytest.raises(WorkflowFailureError) as info:
+            await run_session(temporal_env, queue_prefix, script, llm_model=model, vlm_judge=False)
+        cause = info.value.cause
+        while cause is not None and not isinstance(cause, ApplicationError):
+            cause = cause.cause
+        assert cause is not None and "ZeroDivisionError" in cause.message
+        assert len(script.calls.get("fix_code", [])) == fixes
+        assert len(script.calls["train_policy"]) == fixes + 1

@@ -89,6 +89,11 @@ class FixRequest(SessionContext):
     error: str
     attempt: int  # the attempt that failed (1-based)
     criteria: list[Criterion] = Field(default_factory=list)
+    # The code passed validation and failed later (in training, or judging an episode): on
+    # states that random steps did not reach.
+    after_validation: bool = False
+    # 0: a fix during validation; n: the fixes of the session's n-th such later failure.
+    series: int = 0
 
 
 class FixResult(Contract):
@@ -108,13 +113,19 @@ class VisualCriteriaRequest(PromptContext):
     """What vlm_criteria takes: asks what someone watching the rollouts' videos should
     check, once per session."""
 
+    # The robot and camera the criteria are written for ("": unknown, as in older histories).
+    env_id: str = ""
+
 
 class VlmJudgeRequest(PromptContext):
     """What vlm_judge takes: the rollout's video and the visual criteria to judge it by."""
 
     video_key: str
     criteria: list[VisualCriterion]
-    frames: int = 8  # for models that take images but not video
+    # For models that take images but not video: a floor; they see at least 16, about one a
+    # second of the episode (activities/llm/frames.py).
+    frames: int = 8
+    env_id: str = ""  # the robot and camera the judge is told about ("": not told)
 
 
 class SynthesisRequest(SessionContext):

@@ -38,6 +38,8 @@ class ValidateRequest(Contract):
     reward_key: str
     steps: int = 64
     seed: int = 0
+    # Whether the session's runs apply SHAPING (PPO without a warm start); else it is refused.
+    shaping: bool = True
 
 
 class ValidateJudgeRequest(Contract):
@@ -145,6 +147,9 @@ class TrainResult(Contract):
     # the budget (timesteps_done is what was used).
     stopped_at_pct: int | None = None
     timesteps_budget: int | None = None
+    # A batch member whose reward code failed mid-training: its one-line error. The batch's
+    # other members trained on; this one's model is not to be used.
+    fault: str | None = None
 
 
 class TrainProgress(Contract):

@@ -12,6 +12,13 @@ from activities.llm.agents.reward import SUBMIT_REWARD, RewardCode
 from workflows.contracts.judging import Criterion
 from workflows.contracts.usage import LLMCall
 
+_LATER = (
+    "# When it failed\n\nThis code passed validation on random steps and failed later: while a "
+    "policy trained on it, or on another episode than the one it was validated on. The failing "
+    "branch is one random actions do not reach (a phase, a contact, a long episode, a fall): "
+    "make every branch safe for any finite input, not only the one in the error."
+)
+
 
 def fix(
     kind: Literal["reward", "judge"],
@@ -22,8 +29,11 @@ def fix(
     error: str,
     attempt: int,
     model: str,
+    after_validation: bool = False,
 ) -> tuple[RewardCode, LLMCall]:
-    """The fixed code with its latex, terms and summary (a judge's has only a summary)."""
+    """The fixed code with its latex, terms and summary (a judge's has only a summary).
+    `after_validation`: the code had passed validation and failed later, on states only a
+    trained policy reached (training) or on another episode (judging)."""
     tool = SUBMIT_REWARD if kind == "reward" else SUBMIT_JUDGE
     contract = render_prompt("reward_contract" if kind == "reward" else "judge_contract")
     answer = ask(
@@ -36,6 +46,7 @@ def fix(
             criteria_text(criteria),
             code_text(f"The {kind} code (attempt {attempt})", code),
             f"# The error\n\n{error}",
+            _LATER if after_validation else "",
         ),
         tool=tool,
     )

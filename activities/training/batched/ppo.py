@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from activities.sandbox.reward_code import RewardLoadError
 from activities.training.batched.envs import BatchEnvs, Transitions
 from activities.training.batched.normalize import StackedNormalizer
 from activities.training.batched.policy import StackedActorCritic
@@ -97,8 +98,14 @@ class BatchedPPO:
         env_kwargs: dict[str, Any] | None = None,
         threads: int = 1,
         precision: str | None = None,
+        drop_faulty: bool = False,
     ) -> None:
         self.k = len(candidates)
+        # A candidate whose reward code fails mid-training: dropped (its rewards zero from
+        # then on) with its one-line error, so that the others train on; else the error ends
+        # the run.
+        self.drop_faulty = drop_faulty
+        self.faults: dict[int, str] = {}
         self.threads = max(1, threads)
         self.bf16 = (precision or update_precision()) == "bf16"
         self.candidates = list(candidates)
@@ -288,14 +295,24 @@ class BatchedPPO:
         done = cat(lambda r: r.terminated | r.truncated).reshape(k, t, e)
         out = np.zeros((t, k, e))
         for c, cand in enumerate(self.candidates):
-            totals, terms = cand.rewards.score_columns(
-                np.tile(self.ids[c], t).tolist(),
-                start[c],
-                obs[c],
-                act[c],
-                nxt[c],
-                {name: col[c] for name, col in info.items()},
-            )
+            if c in self.faults:
+                continue
+            try:
+                totals, terms = cand.rewards.score_columns(
+                    np.tile(self.ids[c], t).tolist(),
+                    start[c],
+                    obs[c],
+                    act[c],
+                    nxt[c],
+                    {name: col[c] for name, col in info.items()},
+                )
+            except RewardLoadError as exc:
+                if not self.drop_faulty:
+                    raise
+                self.faults[c] = str(exc)
+                # Nothing left to train when every candidate failed.
+                self.stopped = len(self.faults) == self.k
+                continue
             out[:, c] = totals.reshape(t, e)
             stats = self.stats[c]
             stats.transitions += len(totals)

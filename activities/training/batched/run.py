@@ -59,7 +59,8 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
         )
         for m, box in zip(req.members, boxes, strict=True)
     ]
-    return train_members(req, candidates, [out / c.name for c in candidates], out, emit)
+    folders = [out / c.name for c in candidates]
+    return train_members(req, candidates, folders, out, emit, drop_faulty=True)
 
 
 def train_single(
@@ -81,14 +82,22 @@ def train_members(
     emit: Emit,
     *,
     threads: int = 1,
+    drop_faulty: bool = False,
 ) -> dict[str, Any]:
     """Train `candidates` together, each one's files into its folder, checkpoints into `out`
-    (see the module docstring); the result."""
+    (see the module docstring); the result. `drop_faulty`: a candidate whose reward fails
+    is dropped and the others train on (its summary carries the error)."""
     if req.algo != "ppo":
         raise ValueError(f"batched training is PPO only (got algo {req.algo!r})")
     torch.set_num_threads(threads)
     ppo = BatchedPPO(
-        req.env_id, candidates, req.timesteps, req.seed, env_kwargs=req.env_kwargs, threads=threads
+        req.env_id,
+        candidates,
+        req.timesteps,
+        req.seed,
+        env_kwargs=req.env_kwargs,
+        threads=threads,
+        drop_faulty=drop_faulty,
     )
     resumed: int | None = None
     scalars: list[list[dict[str, Any]]] = [[] for _ in candidates]
@@ -220,7 +229,9 @@ def _summary(
         + 0.01 * abs(np.mean(returns[-2 * quarter : -quarter]))
     )
     counts_of = getattr(ppo.candidates[k].rewards, "counts", None)
-    counts: dict[str, int] = counts_of() if callable(counts_of) else {}
+    fault = ppo.faults.get(k)
+    # A failed reward's sandbox may be gone: its counts are not asked for.
+    counts: dict[str, int] = counts_of() if callable(counts_of) and fault is None else {}
     term_means = {
         name: total / max(stats.transitions, 1) for name, total in stats.term_sums.items()
     }
@@ -252,6 +263,7 @@ def _summary(
             "seconds": dict(ppo.seconds),
         },
         "torch_threads": torch.get_num_threads(),
+        **({"fault": fault} if fault is not None else {}),
     }
 
 

@@ -221,6 +221,11 @@ def test_validation_refuses_bad_shaping_and_a_single_ppo_run_applies_it(tmp_path
     with pytest.raises(ChildFailed, match=r"SHAPING\['obs_drop'\]") as bad:
         run(job.VALIDATE, RUN_FORWARD + "\nSHAPING = {'obs_drop': [40]}\n", "bad")
     assert bad.value.reward_fault  # the fixer gets it as the reward's error
+    # A session whose runs cannot apply SHAPING (SAC, TD3, warm starts) refuses it at
+    # validation, where the fixer sees why, rather than when training starts.
+    with pytest.raises(ChildFailed, match="do not apply SHAPING") as refused:
+        run(job.VALIDATE, SHAPED, "no-shaping", shaping=False)
+    assert refused.value.reward_fault
     # A session's single PPO run trains on the engine, which applies the shaping: its
     # episodes end at the shaped limit (150 steps) or height (1.1 m), well before 1,000 steps.
     summary = run(job.TRAIN, SHAPED, "train", timesteps=16 * 200, ppo={"n_steps": 200})
@@ -276,3 +281,46 @@ def test_a_time_budget_plans_the_steps_from_the_measured_speed(tmp_path: Path):
     kept = [e for e in events if e.get("event") == "eval_checkpoint"]
     assert [e["pct"] for e in kept] == [25, 50, 75, 100]
     assert kept[-1]["timesteps"] == summary["timesteps_done"]
+
+
+# Runs on random steps; fails once an instance has scored 100 steps (a branch that only a
+# longer run reaches, as a phase or a rare contact would be).
+FAILS_LATER = """import numpy as np
+
+
+class FailsLater(RewardFunction):
+    def __init__(self):
+        self.n = 0
+
+    def compute(self, obs, action, next_obs, info):
+        self.n += 1
+        if self.n > 100:
+            return 1.0 / 0.0, {}
+        return 1.0, {"alive": 1.0}
+"""
+
+
+@pytest.mark.parametrize("drop", [True, False])
+def test_a_candidate_whose_reward_fails_mid_batch_is_dropped_and_the_others_train_on(drop: bool):
+    boxes = [SandboxClient() for _ in range(2)]
+    try:
+        preset = preset_for("InvertedPendulum-v5")
+        sources = [load_alive(), FAILS_LATER]
+        cands = [
+            Candidate(f"c{i}", SandboxRewards(box, src, f"c{i}.py", strict=False), preset)
+            for i, (box, src) in enumerate(zip(boxes, sources, strict=True))
+        ]
+        ppo = BatchedPPO("InvertedPendulum-v5", cands, 3 * 2048, seed=0, drop_faulty=drop)
+        if not drop:  # a single run's reward error ends it, as before
+            with pytest.raises(Exception, match="ZeroDivisionError"):
+                ppo.learn()
+            return
+        ppo.learn()
+        assert ppo.steps_done == 3 * 2048 and not ppo.stopped
+        assert list(ppo.faults) == [1] and "ZeroDivisionError" in ppo.faults[1]
+        assert ppo.stats[0].transitions == 3 * 2048  # the other candidate trained every step
+        assert ppo.stats[1].transitions == 0
+        ppo.close()
+    finally:
+        for box in boxes:
+            box.close()
