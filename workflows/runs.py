@@ -226,6 +226,7 @@ async def _evaluate_and_judge(
                 llm_model=steps.inp.llm_model,
                 video_key=evaluated.video_key,
                 criteria=visual.criteria,
+                env_id=steps.inp.env_id,
             ),
         )
         settled = None

@@ -233,7 +233,10 @@ class SessionWorkflow:
                 visual = steps.llm(
                     act.VLM_CRITERIA,
                     VisualCriteriaRequest(
-                        session_id=state.session_id, prompt=inp.prompt, llm_model=inp.llm_model
+                        session_id=state.session_id,
+                        prompt=inp.prompt,
+                        llm_model=inp.llm_model,
+                        env_id=inp.env_id,
                     ),
                 )
                 pending.append(visual)
