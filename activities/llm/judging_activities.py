@@ -44,28 +44,25 @@ from workflows.contracts.tools import AskVideoRequest, ToolOutcome
 def vlm_criteria(req: VisualCriteriaRequest) -> VisualCriteria:
     """What the video judge looks for, derived from the prompt by the model."""
     llm_only("vlm_criteria", req.llm_model)
-    criteria, call = vlm.visual_criteria(req.prompt, req.llm_model)
+    criteria, call = vlm.visual_criteria(req.prompt, req.llm_model, req.env_id)
     return VisualCriteria(criteria=[VisualCriterion(**c) for c in criteria], usage=call)
 
 
 @implements(VLM_JUDGE)
 def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
     """The rollout's video to a vision-language model: the mp4 itself when the model takes
-    video, else evenly spaced frames."""
+    video, else at least 16 evenly spaced frames with their times."""
     llm_only("vlm_judge", req.llm_model)
-    from activities.llm.frames import sample_frames
     from activities.llm.providers.registry import make_provider
 
     log = activity_logger(model=req.llm_model, video=req.video_key)
     video = ArtifactStore().get_bytes(req.video_key)
-    if "video" in make_provider(req.llm_model).accepts_media:
-        media: tuple[Media, ...] = (Media("video/mp4", video),)
-        shown = "video"
-    else:
-        media = tuple(Media("image/jpeg", f) for f in sample_frames(video, req.frames))
-        shown = f"{len(media)} frames"
+    takes_video = "video" in make_provider(req.llm_model).accepts_media
+    media, shown, told = vlm.rollout_media(video, takes_video, req.frames)
     criteria = [c.model_dump() for c in req.criteria]
-    verdicts, call = vlm.judge_video(req.prompt, criteria, media, req.llm_model)
+    verdicts, call = vlm.judge_video(
+        req.prompt, criteria, media, req.llm_model, env_id=req.env_id, told=told
+    )
     score = sum(v["score"] for v in verdicts) / max(len(verdicts), 1)
     log.info("video judged", shown=shown, score=score)
     judgment = VisualJudgment(
@@ -117,7 +114,7 @@ def ask_video(req: AskVideoRequest) -> ToolOutcome:
     """An agent's question about a time window of the video: frames of that window to the
     video model, its answer to S3 for the agent's next call."""
     llm_only("ask_video", req.llm_model)
-    from activities.llm.frames import sample_frames
+    from activities.llm.frames import timed_frames
 
     store = ArtifactStore()
     args = req.call.arguments
@@ -129,7 +126,7 @@ def ask_video(req: AskVideoRequest) -> ToolOutcome:
             raise ValueError("ask_video needs a question")
         if not isinstance(start, int | float) or not isinstance(end, int | float | None):
             raise ValueError("start_s and end_s must be numbers of seconds")
-        frames = sample_frames(store.get_bytes(req.video_key), req.frames, start_s=start, end_s=end)
+        frames = timed_frames(store.get_bytes(req.video_key), req.frames, start_s=start, end_s=end)
     except ValueError as exc:
         store.put_text(req.result_key, f"error: {exc}")
         return ToolOutcome(
@@ -146,7 +143,10 @@ def ask_video(req: AskVideoRequest) -> ToolOutcome:
         system=render_prompt("video_question"),
         user=synthesizer.video_question(req.prompt, question, window),
         tool=synthesizer.ANSWER_QUESTION,
-        media=tuple(Media("image/jpeg", f) for f in frames),
+        # Each frame's time right before it, so answers can say when.
+        media=tuple(
+            Media("image/jpeg", f.jpeg, caption=f"t = {f.time_s:.2f} s") for f in frames.frames
+        ),
     )
     text = answer_text(answer.arguments, "answer") or "(no answer)"
     store.put_text(req.result_key, text)

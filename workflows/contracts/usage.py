@@ -6,6 +6,8 @@ into `LLMUsage` (workflows/accounting.py) to report costs and enforce the sessio
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from workflows.contracts.context import Contract
 
 
@@ -18,6 +20,9 @@ class LLMCall(Contract):
     output_tokens: int = 0
     latency_s: float = 0.0
     cost_usd: float | None = None
+    # What the provider did not send or honour (a sampling setting the model rejects, thinking
+    # skipped), so that nothing asked for is dropped silently.
+    notes: list[str] = Field(default_factory=list)
 
 
 class LLMUsage(Contract):

@@ -24,6 +24,11 @@ from workflows.contracts.usage import LLMCall
 
 PROMPTS = Path(__file__).parent / "prompts"
 MAX_TOKENS = 8192
+# Agents that design before they write code think first where the provider offers it; the
+# others answer short, checkable questions and need not pay for it.
+THINKING_AGENTS = frozenset({"reward_author", "reviser", "judge_author"})
+# Notes already logged as warnings in this process: once per model and note, not every call.
+_WARNED: set[tuple[str, str]] = set()
 
 
 @cache
@@ -66,7 +71,12 @@ def call_model(
     provider = make_provider(model_name)
     started = time.monotonic()
     completion = provider.complete(
-        messages, system=system, tools=tools, max_tokens=MAX_TOKENS, temperature=temperature
+        messages,
+        system=system,
+        tools=tools,
+        max_tokens=MAX_TOKENS,
+        temperature=temperature,
+        thinking=agent in THINKING_AGENTS,
     )
     latency = time.monotonic() - started
     usage = completion.usage
@@ -77,7 +87,12 @@ def call_model(
         output_tokens=usage.output_tokens,
         latency_s=round(latency, 3),
         cost_usd=estimate_cost(model_name, usage.input_tokens, usage.output_tokens),
+        notes=list(completion.notes),
     )
+    for note in completion.notes:
+        if (model_name, note) not in _WARNED:
+            _WARNED.add((model_name, note))
+            structlog.get_logger().warning("llm setting not honoured", model=model_name, note=note)
     structlog.get_logger().info(
         "llm call",
         agent=agent,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
+
 from activities.llm.agents.common import answer_text, ask, clean_code, render_prompt, require
 from activities.llm.agents.context import (
     code_text,
@@ -31,10 +33,24 @@ _CODE_FIELDS: dict[str, Any] = {
     "summary": {"type": "string", "description": "one line: what the reward pays for"},
 }
 
+# Written before the code (first in the schema, so models fill it first) and kept with it.
+_DESIGN: dict[str, Any] = {
+    "design": {
+        "type": "string",
+        "description": "before the code: the structure chosen (per-step, cumulative or phased) "
+        "and why, what a policy maximising this reward would actually do and what stops its "
+        "cheats, and which term serves each criterion",
+    }
+}
+
 SUBMIT_REWARD = ToolSpec(
     name="submit_reward",
-    description="Submit the reward function.",
-    input_schema={"type": "object", "properties": _CODE_FIELDS, "required": ["code"]},
+    description="Submit the reward function with its design.",
+    input_schema={
+        "type": "object",
+        "properties": {**_DESIGN, **_CODE_FIELDS},
+        "required": ["design", "code"],
+    },
 )
 
 SUBMIT_REVIEW = ToolSpec(
@@ -59,6 +75,7 @@ SUBMIT_REVISION = ToolSpec(
         "properties": {
             "diagnosis": {"type": "string"},
             "changes": {"type": "string"},
+            **_DESIGN,
             "base_iteration": {
                 "type": "integer",
                 "description": "the iteration whose reward you revised (default: the last)",
@@ -71,7 +88,7 @@ SUBMIT_REVISION = ToolSpec(
             },
             **_CODE_FIELDS,
         },
-        "required": ["diagnosis", "changes", "code"],
+        "required": ["diagnosis", "changes", "design", "code"],
     },
 )
 
@@ -84,18 +101,51 @@ class RewardCode:
     latex: str
     terms: list[str]
     summary: str
+    design: str = ""
 
     @classmethod
-    def from_args(cls, args: dict[str, Any], agent: str) -> RewardCode:
-        """From a submit tool's arguments; the code is required, the rest has defaults."""
+    def from_args(cls, args: dict[str, Any], agent: str, design: bool = False) -> RewardCode:
+        """From a submit tool's arguments; the code is required, the rest has defaults. With
+        `design` (the author's and the reviser's answers) the design their tool requires is
+        kept as a comment block heading the code, so whoever reads the module later (reviewer,
+        fixer, reviser, a person) reads why it is built so. A model that answered in plain text
+        (a local server without tool calls) may have none: its code is still taken, and the
+        missing design logged."""
         code = clean_code(require(args, "code", str, agent))
+        # Lines kept (a design has paragraphs and lists); cut only if it runs away.
+        plan = str(args.get("design") or "").strip()[:MAX_DESIGN_CHARS] if design else ""
+        if design and not plan:
+            structlog.get_logger().warning("reward submitted without a design", agent=agent)
+        if plan:
+            # A revision of designed code may carry the old design: keep only the new one.
+            code = design_comment(plan) + without_design(code)
         terms = args.get("terms")
         return cls(
             code=code,
             latex=str(args.get("latex") or ""),
             terms=[str(t) for t in terms] if isinstance(terms, list) else [],
             summary=answer_text(args, "summary", 300),
+            design=plan,
         )
+
+
+DESIGN_HEADER = "# Design (written before the code):"
+MAX_DESIGN_CHARS = 4000
+
+
+def design_comment(design: str) -> str:
+    """A design as the comment block that heads its reward module."""
+    lines = [f"# {line}".rstrip() for line in design.splitlines()]
+    return "\n".join([DESIGN_HEADER, *lines, ""]) + "\n"
+
+
+def without_design(code: str) -> str:
+    """The code without the design block `design_comment` put at its head, if any."""
+    if not code.startswith(DESIGN_HEADER):
+        return code
+    lines = code.splitlines(keepends=True)
+    body = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    return "".join(lines[body:]).lstrip("\n")
 
 
 def _system(name: str) -> str:
@@ -136,7 +186,7 @@ def author(
         tool=SUBMIT_REWARD,
         temperature=0.0 if candidate == 0 else 0.8,
     )
-    return RewardCode.from_args(answer.arguments, "reward_author"), answer.call
+    return RewardCode.from_args(answer.arguments, "reward_author", design=True), answer.call
 
 
 @dataclass(frozen=True)
@@ -237,7 +287,7 @@ def revision_from(args: dict[str, Any], iterations: list[int], algo: str) -> Rev
     base = args.get("base_iteration")
     config = args.get("config")
     return Revision(
-        reward=RewardCode.from_args(args, "reviser"),
+        reward=RewardCode.from_args(args, "reviser", design=True),
         diagnosis=answer_text(args, "diagnosis", 600),
         changes=answer_text(args, "changes", 600),
         timesteps=int(steps) if isinstance(steps, int | float) and steps > 0 else None,

@@ -6,11 +6,13 @@ The SDK (2.x) sends `anthropic-version: 2026-10-21` and the key as `Authorizatio
 from __future__ import annotations
 
 import base64
+import re
 from typing import TYPE_CHECKING, Any, cast
 
 import anthropic
 
 from activities.llm.providers.base import (
+    THINKING_BUDGET,
     Completion,
     Message,
     StopReason,
@@ -64,10 +66,12 @@ class AnthropicProvider:
         tools: list[ToolSpec] | None = None,
         max_tokens: int = 4096,
         temperature: float | None = 0.0,
+        thinking: bool = False,
     ) -> Completion:
         """One Messages API call; SDK errors become ApplicationErrors Temporal can act on."""
         reject_unsupported_media(self.name, self.accepts_media, messages)
         kwargs: dict[str, Any] = {}
+        notes: list[str] = []
         if system:
             kwargs["system"] = system
         if tools:
@@ -75,9 +79,18 @@ class AnthropicProvider:
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}
                 for t in tools
             ]
-        # `temperature` is accepted and ignored: API version 2026-10-21 (sent by this SDK major)
-        # rejects temperature/top_p/top_k with a 400, even at their defaults.
-        del temperature
+        # API version 2026-10-21 (sent by this SDK major) rejects temperature/top_p/top_k with a
+        # 400, even at their defaults: not sent, and said so on the call's record.
+        if temperature is not None:
+            notes.append(f"temperature {temperature:g} not sent: this Anthropic API rejects it")
+        if thinking:
+            config, why_not = thinking_config(self.model, messages)
+            if config is not None:
+                # Tool choice stays "auto" (never sent): manual thinking rejects forced tool use.
+                kwargs["thinking"] = config
+                max_tokens += THINKING_BUDGET
+            else:
+                notes.append(f"thinking off: {why_not}")
         with translate_errors(self.name, self.model, self._key_vars, self._key):
             reply = self._client.messages.create(
                 model=self.model,
@@ -86,7 +99,29 @@ class AnthropicProvider:
                 messages=cast("list[MessageParam]", to_anthropic_messages(messages)),
                 **kwargs,
             )
-        return _completion(reply)
+        return _completion(reply, tuple(notes))
+
+
+def claude_version(model: str) -> tuple[int, int] | None:
+    """(major, minor) from a Claude model id, numbers after the family (claude-sonnet-4-6) or
+    before it (claude-3-7-sonnet-20250219); a trailing 8-digit date is not a version."""
+    numbers = [int(n) for n in re.findall(r"(?<=-)\d+(?=-|$)", model) if len(n) < 8]
+    return (numbers[0], numbers[1] if len(numbers) > 1 else 0) if numbers else None
+
+
+def thinking_config(model: str, messages: list[Message]) -> tuple[dict[str, Any] | None, str]:
+    """The `thinking` parameter for this model and conversation, or (None, why not)."""
+    if any(m.role == "assistant" and m.tool_calls for m in messages):
+        # Our transcripts keep tool calls, not thinking blocks, and a tool loop must keep one
+        # thinking setting with its blocks echoed back: only a conversation's first call thinks.
+        return None, "this call continues a tool loop whose thinking blocks are not kept"
+    version = claude_version(model)
+    if version is not None and version < (3, 7):
+        return None, f"{model} has no extended thinking"
+    if version is not None and version >= (4, 6):
+        # Claude 4.6 and later size their own thinking; the newest reject a token budget.
+        return {"type": "adaptive"}, ""
+    return {"type": "enabled", "budget_tokens": THINKING_BUDGET}, ""
 
 
 def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -114,18 +149,21 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
         }
         for r in m.tool_results
     ]
-    # Images before the text that refers to them, as Anthropic recommends.
-    blocks += [
-        {
-            "type": "image",
-            "source": {
-                "type": "base64",
-                "media_type": media.mime_type,
-                "data": base64.b64encode(media.data).decode("ascii"),
-            },
-        }
-        for media in m.media
-    ]
+    # Images before the text that refers to them, as Anthropic recommends; a caption (a
+    # frame's time) goes right before its image.
+    for media in m.media:
+        if media.caption:
+            blocks.append({"type": "text", "text": media.caption})
+        blocks.append(
+            {
+                "type": "image",
+                "source": {
+                    "type": "base64",
+                    "media_type": media.mime_type,
+                    "data": base64.b64encode(media.data).decode("ascii"),
+                },
+            }
+        )
     if m.content:
         blocks.append({"type": "text", "text": m.content})
     blocks += [
@@ -134,7 +172,7 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-def _completion(reply: Any) -> Completion:
+def _completion(reply: Any, notes: tuple[str, ...] = ()) -> Completion:
     texts: list[str] = []
     calls: list[ToolCall] = []
     for block in reply.content:
@@ -156,4 +194,5 @@ def _completion(reply: Any) -> Completion:
         usage=usage,
         model=reply.model or "",
         stop_reason=_STOP.get(reply.stop_reason or "", "other"),
+        notes=notes,
     )

@@ -45,6 +45,8 @@ class Media:
 
     mime_type: str
     data: bytes
+    # Text put right before this item (e.g. "t = 1.50 s"): a frame's time travels beside it.
+    caption: str = ""
 
     @property
     def kind(self) -> Literal["image", "video"]:
@@ -83,6 +85,14 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     stop_reason: StopReason = "end"
+    # What was asked but not sent or not honoured (a sampling setting this model rejects,
+    # thinking skipped): reported on the call's accounting so a person sees it.
+    notes: tuple[str, ...] = ()
+
+
+# Tokens of reasoning an authoring agent may spend before it answers, where the provider takes
+# a budget (Anthropic's manual thinking); max_tokens grows by as much so the answer keeps room.
+THINKING_BUDGET = 8192
 
 
 @runtime_checkable
@@ -107,4 +117,5 @@ class LLMProvider(Protocol):
         tools: list[ToolSpec] | None = None,
         max_tokens: int = 4096,
         temperature: float | None = 0.0,
+        thinking: bool = False,  # reason before answering, where the model offers it
     ) -> Completion: ...

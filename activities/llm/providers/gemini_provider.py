@@ -84,8 +84,12 @@ class GeminiProvider:
         tools: list[ToolSpec] | None = None,
         max_tokens: int = 4096,
         temperature: float | None = 0.0,
+        thinking: bool = False,
     ) -> Completion:
-        """One generate_content call; SDK errors become ApplicationErrors Temporal can act on."""
+        """One generate_content call; SDK errors become ApplicationErrors Temporal can act on.
+        `thinking` asks nothing more: Gemini 2.5 Pro and Flash and Gemini 3 think by default (a
+        dynamic budget), and their thought signatures ride in our tool call ids."""
+        del thinking
         reject_unsupported_media(self.name, self.accepts_media, messages)
         config = types.GenerateContentConfig(
             system_instruction=system or None,
@@ -151,10 +155,10 @@ def _parts(m: Message, names: dict[str, str]) -> list[types.Part]:
                 )
             )
         )
-    parts += [
-        types.Part(inline_data=types.Blob(mime_type=media.mime_type, data=media.data))
-        for media in m.media
-    ]
+    for media in m.media:
+        if media.caption:  # a frame's time, right before the frame
+            parts.append(types.Part(text=media.caption))
+        parts.append(types.Part(inline_data=types.Blob(mime_type=media.mime_type, data=media.data)))
     if m.content:
         parts.append(types.Part(text=m.content))
     for c in m.tool_calls:

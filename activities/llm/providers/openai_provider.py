@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import openai
@@ -71,10 +72,12 @@ class OpenAIProvider:
         tools: list[ToolSpec] | None = None,
         max_tokens: int = 4096,
         temperature: float | None = 0.0,
+        thinking: bool = False,
     ) -> Completion:
         """One Chat Completions call; SDK errors become ApplicationErrors Temporal can act on."""
         reject_unsupported_media(self.name, self.accepts_media, messages)
         kwargs: dict[str, Any] = {}
+        notes: list[str] = []
         if tools:
             kwargs["tools"] = [
                 {
@@ -93,15 +96,20 @@ class OpenAIProvider:
         else:
             # OpenAI's reasoning models reject max_tokens; max_completion_tokens works for all.
             kwargs["max_completion_tokens"] = max_tokens
-        if temperature is not None and (
-            self._compatible or not self.model.startswith(_NO_TEMPERATURE_PREFIXES)
-        ):
+        reasoning = not self._compatible and self.model.startswith(_NO_TEMPERATURE_PREFIXES)
+        if temperature is not None and reasoning:
+            notes.append(f"temperature {temperature:g} not sent: {self.model} rejects it")
+        elif temperature is not None:
             kwargs["temperature"] = temperature
+        if thinking and reasoning:
+            # gpt-5.1 reasons not at all by default ("none"); the o-series default to medium.
+            kwargs["reasoning_effort"] = "medium"
         with translate_errors(self.name, self.model, self._key_vars, self._key):
             # Plain dicts in the API's wire shape; the SDK's TypedDicts only describe it.
             wire = cast("list[ChatCompletionMessageParam]", to_openai_messages(messages, system))
             reply = self._client.chat.completions.create(model=self.model, messages=wire, **kwargs)
-        return _completion(reply)
+        completion = _completion(reply)
+        return replace(completion, notes=tuple(notes)) if notes else completion
 
 
 def to_openai_messages(messages: list[Message], system: str | None) -> list[dict[str, Any]]:
@@ -134,10 +142,11 @@ def to_openai_messages(messages: list[Message], system: str | None) -> list[dict
             out.append(msg)
         elif m.media:
             parts: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
-            parts += [
-                {"type": "image_url", "image_url": {"url": _data_url(media.mime_type, media.data)}}
-                for media in m.media
-            ]
+            for media in m.media:
+                if media.caption:  # a frame's time, right before the frame
+                    parts.append({"type": "text", "text": media.caption})
+                url = _data_url(media.mime_type, media.data)
+                parts.append({"type": "image_url", "image_url": {"url": url}})
             out.append({"role": "user", "content": parts})
         else:
             out.append({"role": "user", "content": m.content})
