@@ -89,7 +89,9 @@ def print_status(
         for error in status.signal_errors[-3:]:
             console.print(f"  {error}")
         for rec in status.iterations:
-            console.print(f"  iter {rec.iteration}: score {rec.score:.2f}  {rec.diagnosis}")
+            console.print(f"  iter {rec.iteration}: score {rec.score:.2f}  {escape(rec.diagnosis)}")
+            for c in rec.criteria:
+                console.print(f"    {escape(c.line()[2:])}", highlight=False)
             for line in run_lines(rec):
                 console.print(f"    {line}", highlight=False)
     console.print(f"  {ui_link}")

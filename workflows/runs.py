@@ -124,6 +124,7 @@ async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> Iterat
         config=config,
         timesteps_used=best_train.timesteps_done,
         stopped_at_pct=best_train.stopped_at_pct,
+        criteria=best_judgment.criteria,
     )
 
 

@@ -163,18 +163,26 @@ async def _judge_with_code(
 
 def judgment_from_code(out: dict, req: JudgeRequest) -> Judgment:
     """The Judgment for an answer of judge code (already checked by `judge_code`)."""
-    directions = {c.name: c.direction for c in req.criteria}
-    scores = [
-        CriterionScore(
-            name=name,
-            metric="judge_fn",
-            value=round(float(score), 4),
-            target=1.0,
-            direction=directions.get(name, "at_least"),
-            score=round(float(score), 4),
+    by_name = {c.name: c for c in req.criteria}
+    measured: dict[str, float] = out.get("measured") or {}
+    scores = []
+    for name, score in out["criteria"].items():
+        c = by_name.get(name)
+        value = measured.get(name)
+        scores.append(
+            CriterionScore(
+                name=name,
+                metric="judge_fn",
+                # The physical value against the criterion's own target; a judge that gave
+                # none leaves its score, marked as not measured.
+                value=round(float(score if value is None else value), 6),
+                target=c.target if c is not None else 1.0,
+                direction=c.direction if c is not None else "at_least",
+                score=round(float(score), 4),
+                measured=value is not None,
+                unit=c.unit if c is not None else "",
+            )
         )
-        for name, score in out["criteria"].items()
-    ]
     score = float(out["score"])
     return Judgment(
         score=round(score, 4),

@@ -220,6 +220,7 @@ def _score(c: Criterion, value: float, score: float) -> CriterionScore:
         target=c.target,
         direction=c.direction,
         score=round(score, 4),
+        unit=c.unit,
     )
 
 

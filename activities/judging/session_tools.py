@@ -81,11 +81,7 @@ def read_judgment(store: ArtifactStore, record: IterationRecord, args: dict[str,
         + ("passed" if j.passed else "not passed"),
         j.diagnosis,
     ]
-    for c in j.criteria:
-        lines.append(
-            f"- {c.name}: measured {c.value:g}, target {c.direction} {c.target:g}, "
-            f"score {c.score:.2f}"
-        )
+    lines += [c.line() for c in j.criteria]
     if j.failure_tags:
         lines.append("Failure tags: " + ", ".join(j.failure_tags))
     if j.checkpoints:

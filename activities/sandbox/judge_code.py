@@ -111,9 +111,36 @@ def check_judgment(out: Any, criteria: list[str]) -> dict[str, Any]:
     return {
         "score": _unit(out["score"], "judge_fn's 'score'"),
         "criteria": {str(k): _unit(v, f"criterion {k!r}") for k, v in scores.items()},
+        "measured": _measured(out.get("measured"), criteria),
         "diagnosis": " ".join(str(out["diagnosis"]).split())[:800],
         "failure_tags": [str(t)[:40] for t in list(tags)[:10]],
     }
+
+
+MAX_MEASURED = 1e12  # a physical value beyond this is a bug, not a measurement
+
+
+def _measured(raw: Any, criteria: list[str]) -> dict[str, float]:
+    """The judge's physical value per criterion (optional in the answer; validation asks for
+    it): finite numbers for the session's criteria, others left out."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise JudgeLoadError(f"judge_fn's 'measured' must be a dict; got {type(raw).__name__}")
+    out: dict[str, float] = {}
+    for name in criteria:
+        if name not in raw:
+            continue
+        try:
+            x = float(raw[name])
+        except (TypeError, ValueError):
+            raise JudgeLoadError(
+                f"measured value of {name!r} must be a number; got {raw[name]!r:.60}"
+            ) from None
+        if not math.isfinite(x) or abs(x) > MAX_MEASURED:
+            raise JudgeLoadError(f"measured value of {name!r} must be finite; got {x}")
+        out[name] = x
+    return out
 
 
 def run_judge(

@@ -203,8 +203,36 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
         if isinstance(result, str):
             log.info("judge invalid", error=result)
             return ValidateResult(ok=False, error=result)
+        if problem := judge_problem(result["judgment"], req.criteria):
+            log.info("judge sent back", problem=problem)
+            return ValidateResult(ok=False, error=problem)
         log.info("judge valid", score=result["judgment"]["score"])
         return ValidateResult(ok=True, steps=int(result["steps"]))
+
+
+# A judge that passes a random-action episode would pass a policy that learned nothing.
+RANDOM_PASS = 0.5
+
+
+def judge_problem(judged: dict[str, Any], criteria: list[str]) -> str | None:
+    """Why judge code that ran on a random episode goes back to its author: a criterion
+    without its measured value, or a random episode scored as a pass; None when neither."""
+    measured = judged.get("measured") or {}
+    missing = [name for name in criteria if name not in measured]
+    if missing:
+        return (
+            f"judge_fn returned no 'measured' value for {missing}: return each criterion's "
+            "physical value (the mean speed in m/s, a height in m) in 'measured' beside its "
+            "score in 'criteria'"
+        )
+    if judged["score"] >= RANDOM_PASS:
+        scores = ", ".join(f"{k} {v:.2f}" for k, v in judged["criteria"].items())
+        return (
+            f"judge_fn scored an episode of random actions {judged['score']:.2f} ({scores}), "
+            f"at or above {RANDOM_PASS}: it would pass a policy that learned nothing; measure "
+            "the behaviour itself so that random actions score low"
+        )
+    return None
 
 
 # A single run's checkpoint: the engine's (a batch of one), or the SB3 trainer's (SAC, TD3, a

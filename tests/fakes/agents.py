@@ -27,8 +27,10 @@ CRITERIA = [
     },
 ]
 
-# The trajectory judge is satisfied by any policy that stays up and moves; what passes or fails
-# an iteration is the scripted video judge, and a disagreement brings in the synthesizer.
+# The trajectory judge is satisfied by any policy that stays up, moves and acts steadily (a
+# deterministic policy, trained or not; random actions jump about and fail it, as validation
+# requires); what passes or fails an iteration is the scripted video judge, and a disagreement
+# brings in the synthesizer.
 JUDGE = """
 import numpy as np
 
@@ -37,10 +39,14 @@ def judge_fn(trajectory):
     motion = float(np.mean(np.abs(trajectory["qvel"])))
     moves = 1.0 if motion >= 0.001 else 0.0
     finite = 1.0 if np.all(np.isfinite(trajectory["reward"])) else 0.0
+    jumps = float(np.mean(np.abs(np.diff(trajectory["action"], axis=0))))
+    steady = 1.0 if jumps <= 0.3 else 0.0
     return {
-        "score": (up + moves + finite) / 3,
+        "score": steady * (up + moves + finite) / 3,
         "criteria": {"stays_up": up, "moves": moves, "finite_reward": finite},
-        "diagnosis": f"mean |qvel| {motion:.3f}; terminated: {bool(trajectory['terminated'][-1])}",
+        "measured": {"stays_up": up, "moves": motion, "finite_reward": finite},
+        "diagnosis": f"mean |qvel| {motion:.3f}; terminated: {bool(trajectory['terminated'][-1])}; "
+        f"mean action change {jumps:.2f}",
         "failure_tags": [] if up else ["fell"],
     }
 """

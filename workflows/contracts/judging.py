@@ -31,6 +31,7 @@ class Criterion(Contract):
     direction: Literal["at_least", "at_most", "near"] = "at_least"
     tolerance: float = 0.0
     weight: float = 1.0
+    unit: str = ""  # of the measured value and the target ("m/s", "m", "rad"; "" if none)
 
 
 class JudgeCode(Contract):
@@ -52,6 +53,9 @@ class JudgeRequest(Contract):
     judge_key: str | None = None
 
 
+DIRECTION_WORDS = {"at_least": "at least", "at_most": "at most", "near": "near"}
+
+
 class CriterionScore(Contract):
     """One criterion measured on a trajectory: its value against the target, and its score."""
 
@@ -61,6 +65,20 @@ class CriterionScore(Contract):
     target: float
     direction: str
     score: float  # in [0, 1]
+    # False: judge code gave this criterion a 0-1 score but no physical value (`value` is
+    # then the score, and `target` the criterion's own).
+    measured: bool = True
+    unit: str = ""
+
+    def line(self) -> str:
+        """'- speed: measured 0.62 m/s against at least 1.5 m/s, score 0.41', for agents and
+        people: a score is never shown as if it were a measurement."""
+        unit = f" {self.unit}" if self.unit else ""
+        target = f"{DIRECTION_WORDS.get(self.direction, self.direction)} {self.target:g}{unit}"
+        if not self.measured:
+            return f"- {self.name}: score {self.score:.2f}, no measured value (target {target})"
+        value = f"{self.value:g}{unit}"
+        return f"- {self.name}: measured {value} against {target}, score {self.score:.2f}"
 
 
 class Judgment(Contract):

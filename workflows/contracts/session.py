@@ -10,7 +10,13 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from workflows.contracts.context import OFFLINE_MODEL, Contract, UserInput, field_errors
-from workflows.contracts.judging import Criterion, JudgeCode, Judgment, VisualCriteria
+from workflows.contracts.judging import (
+    Criterion,
+    CriterionScore,
+    JudgeCode,
+    Judgment,
+    VisualCriteria,
+)
 from workflows.contracts.queues import DEFAULT_QUEUE_PREFIX
 from workflows.contracts.training import MAX_CONFIGS, RewardArtifact, TrainResult
 from workflows.contracts.usage import LLMUsage
@@ -229,6 +235,8 @@ class IterationRecord(Contract):
     # and the evaluation checkpoint (% of the budget) whose judgment stopped it.
     timesteps_used: int | None = None
     stopped_at_pct: int | None = None
+    # The best run's criteria as judged: each measured value against its target.
+    criteria: list[CriterionScore] = Field(default_factory=list)
 
 
 class IterationEvidence(Contract):

@@ -21,10 +21,11 @@ def criteria_text(criteria: list[Criterion]) -> str:
     """The judge's criteria as a list, so reward code and judges aim at the same targets."""
     lines = ["# Criteria the judge measures"]
     for c in criteria:
-        tol = f" (tolerance {c.tolerance:g})" if c.direction == "near" else ""
+        unit = f" {c.unit}" if c.unit else ""
+        tol = f" (tolerance {c.tolerance:g}{unit})" if c.direction == "near" else ""
         lines.append(
             f"- `{c.name}`: {c.description} Measure: {c.measure or c.metric or '-'} "
-            f"Target: {c.direction.replace('_', ' ')} {c.target:g}{tol}."
+            f"Target: {c.direction.replace('_', ' ')} {c.target:g}{unit}{tol}."
         )
     return "\n".join(lines)
 
@@ -33,11 +34,7 @@ def judgment_text(j: Judgment, title: str = "Judgment") -> str:
     """A judgment (score, diagnosis, each criterion measured) for an agent to reason about."""
     lines = [f"# {title}: score {j.score:.2f}, {'passed' if j.passed else 'not passed'}"]
     lines.append(j.diagnosis)
-    for c in j.criteria:
-        lines.append(
-            f"- {c.name}: measured {c.value:g}, target {c.direction} {c.target:g}, "
-            f"score {c.score:.2f}"
-        )
+    lines += [c.line() for c in j.criteria]
     if j.failure_tags:
         lines.append("Failure tags: " + ", ".join(j.failure_tags))
     return "\n".join(lines)

@@ -33,6 +33,7 @@ SUBMIT_CRITERIA = ToolSpec(
                         "target": {"type": "number"},
                         "direction": {"type": "string", "enum": ["at_least", "at_most", "near"]},
                         "tolerance": {"type": "number"},
+                        "unit": {"type": "string"},
                     },
                     "required": ["name", "description", "measure", "target", "direction"],
                 },
@@ -71,6 +72,7 @@ def parse_criteria(raw: Any) -> list[Criterion]:
                     target=float(item["target"]),
                     direction=item.get("direction", "at_least"),
                     tolerance=float(item.get("tolerance") or 0.0),
+                    unit=str(item.get("unit") or "").strip()[:20],
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:

@@ -112,3 +112,73 @@ async def test_judge_rollout_runs_judge_code_from_s3(s3):
     assert judgment.failure_tags == ["too_slow"]
     assert "1.00 m/s" in judgment.diagnosis
     assert store.exists("sessions/jc/iter_1/c0_default_seed_0/judgment.json")
+
+
+# Speed weighs three times staying up: an episode of random actions scores about 0.25.
+MEASURING_JUDGE = GOOD_JUDGE.replace(
+    '"score": (speed + alive) / 2', '"score": (3 * speed + alive) / 4'
+).replace(
+    '"criteria": {"speed": speed, "stays_up": alive},',
+    '"criteria": {"speed": speed, "stays_up": alive},\n'
+    '        "measured": {"speed": vx, "stays_up": alive},',
+)
+
+
+async def test_the_judgment_shows_the_measured_value_against_the_real_target(s3):
+    store = ArtifactStore()
+    traj_key = "sessions/jm/iter_1/c0_default_seed_0/trajectories/eval.npz"
+    store.put_bytes(traj_key, _trajectory(vx=0.62))
+    criteria = [
+        Criterion(name="speed", description="fast", target=1.5, unit="m/s"),
+        Criterion(name="stays_up", description="up", target=1.0),
+    ]
+    lines = {}
+    for name, source in (("measuring", MEASURING_JUDGE), ("scoring", GOOD_JUDGE)):
+        req = JudgeRequest(
+            env_id="HalfCheetah-v5",
+            trajectory_key=traj_key,
+            criteria=criteria,
+            pass_threshold=0.8,
+            judge_key=store.put_text(f"sessions/jm/{name}/judge_fn.py", source),
+        )
+        judgment = await ActivityEnvironment().run(judge_rollout, req)
+        lines[name] = [c.line() for c in judgment.criteria]
+    # The reviser, `status` and the dashboard read the speed in m/s against 1.5 m/s, not its
+    # 0-1 score against "target 1".
+    assert (
+        lines["measuring"][0] == "- speed: measured 0.62 m/s against at least 1.5 m/s, score 0.31"
+    )
+    assert lines["scoring"][0] == "- speed: score 0.31, no measured value (target at least 1.5 m/s)"
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        (MEASURING_JUDGE, None),
+        (GOOD_JUDGE, "no 'measured' value for ['speed', 'stays_up']"),
+        # Passes any episode that does not end early: a random one too.
+        (
+            MEASURING_JUDGE.replace('"score": (3 * speed + alive) / 4', '"score": alive'),
+            "scored an episode of random actions 1.00",
+        ),
+    ],
+)
+async def test_validation_sends_back_a_judge_that_measures_nothing_or_passes_random_actions(
+    s3, source: str, problem: str | None
+):
+    from activities.training.activities import validate_judge
+    from workflows.contracts.training import ValidateJudgeRequest
+
+    store = ArtifactStore()
+    req = ValidateJudgeRequest(
+        env_id="HalfCheetah-v5",
+        judge_key=store.put_text("sessions/jv/judge_fn.py", source),
+        reward_key=store.put_text("sessions/jv/reward_fn.py", RUN_FORWARD),
+        criteria=CRITERIA,
+        steps=50,
+    )
+    result = await ActivityEnvironment().run(validate_judge, req)
+    if problem is None:
+        assert result.ok, result.error
+    else:
+        assert not result.ok and problem in (result.error or "")

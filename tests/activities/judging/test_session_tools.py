@@ -209,8 +209,8 @@ def test_read_judgment_lists_criteria_and_checkpoint_scores(session: Session):
     lines = text.splitlines()
     assert lines[0] == "# Iteration 1: score 0.35, not passed"
     assert "mean forward velocity 1.20 m/s against a target of 3.00" in lines
-    assert "- forward_speed: measured 1.2, target at_least 3, score 0.40" in lines
-    assert "- calm_actions: measured 0.3, target at_most 0.5, score 1.00" in lines
+    assert "- forward_speed: measured 1.2 against at least 3, score 0.40" in lines
+    assert "- calm_actions: measured 0.3 against at most 0.5, score 1.00" in lines
     assert "Failure tags: too_slow" in lines
     assert "Score at % of training: 25%: 0.12, 50%: 0.21, 100%: 0.35" in lines
 
