@@ -256,7 +256,9 @@ def _summary(
         # Steps whose reward was NaN/inf (zeroed) or beyond +-1e6 (clipped) by the sandbox.
         "nonfinite_rewards": counts.get("nonfinite", 0),
         "clipped_rewards": counts.get("clipped", 0),
-        "episode": _episode_settings(ppo),
+        "episode": _episode_settings(ppo, k),
+        # The SHAPING the member trained under (None: the env as the judge sees it).
+        "shaping": ppo.shapings[k].model_dump(mode="json", exclude_defaults=True) or None,
         "engine": {
             "threads": ppo.threads,
             "physics_threads": ppo.envs.stepper.chosen,
@@ -267,11 +269,12 @@ def _summary(
     }
 
 
-def _episode_settings(ppo: BatchedPPO) -> dict[str, Any]:
-    """The episode rules the run trained under, as the SB3 trainer records them."""
+def _episode_settings(ppo: BatchedPPO, k: int) -> dict[str, Any]:
+    """The episode rules member k trained under (its shaped limit, if any), as the SB3
+    trainer records them."""
     raw = ppo.envs.envs[0]
     return {
-        "max_episode_steps": ppo.envs.max_steps or None,
+        "max_episode_steps": ppo.shapings[k].max_episode_steps or ppo.envs.max_steps or None,
         "frame_skip": int(raw.frame_skip),
         "dt": float(raw.dt),
         "terminates_early": terminates_early(raw),
