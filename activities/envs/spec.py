@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.behaviours.catalog import describe as describe_primitives
+from activities.behaviours.catalog import primitives_for
 from activities.behaviours.layout import layout
 from activities.envs import meanings
 from activities.envs.catalog import facts
@@ -43,6 +43,8 @@ BLOCK_MEANINGS: dict[str, str] = {
 _JOINT_TYPES = ("free", "ball", "slide", "hinge")
 _JOINT_SIZES = {"free": (7, 6), "ball": (4, 3), "slide": (1, 1), "hinge": (1, 1)}  # (qpos, qvel)
 _ROOT_ROTATION = {"x": "roll", "y": "pitch", "z": "yaw"}
+# The measure the spec's primitives example calls: the first of these the env has.
+_EXAMPLE_MEASURES = ("height", "forward_velocity", "pole_angle", "fingertip_distance")
 
 
 class _Frozen(BaseModel):
@@ -250,6 +252,8 @@ def _state(m: Any, labels: list[str]) -> tuple[list[StateEntry], list[StateEntry
             vm = [f"{body} {ax} velocity" + (" (world)" if root else "")]
         elif root:
             turn = _ROOT_ROTATION.get(ax.strip("-"), "rotation")
+            # Never wrapped by MuJoCo: what a flip or a spin is counted with.
+            rng = rng or ", unbounded (keeps counting past +-pi)"
             pm = [f"{body} {turn} angle about world {ax}{rng}"]
             vm = [f"{body} {turn} rate about world {ax}"]
         else:
@@ -462,6 +466,7 @@ def _prompt(s: EnvSpec) -> str:
         f"{s.obs_dim}, act_dim = {s.act_dim}.",
         "Units: m, m/s, rad, rad/s, N, N m. A hinge's qpos is its body's angle vs the parent, "
         f"positive by the right-hand rule about the given axis. World axes: {axes}.",
+        *_turns(s),
         "",
         "## What reward code reads",
         f"- `obs`, `next_obs` ({s.obs_dim},): the observation before / after the step (below).",
@@ -526,5 +531,73 @@ def _prompt(s: EnvSpec) -> str:
     ]
     bodies = [b.label + ("" if b.name else f" (unnamed, child of {b.parent})") for b in s.bodies]
     out += ["", f"## Bodies (model order): {', '.join(bodies)}"]
-    out += ["", "## Primitives (the behaviour library)", *describe_primitives(s.env_id)]
+    out += ["", "## Primitives (the behaviour library)", *_primitives(s)]
     return "\n".join(out) + "\n"
+
+
+def _turns(s: EnvSpec) -> list[str]:
+    """Which root angles keep counting past +-pi and which wrap: the key fact for flips."""
+    world = s.bodies[0].label
+    parents = {b.label: b.parent for b in s.bodies}
+    roots = [j for j in s.joints if parents[j.body] == world]
+    hinges = [f"qpos[{j.qpos_start}] {j.name}" for j in roots if j.type == "hinge" and not j.range]
+    out = []
+    if hinges:
+        out.append(
+            f"Unbounded root angles: {', '.join(hinges)} never "
+            f"{'wraps' if len(hinges) == 1 else 'wrap'}: a full turn adds 2 pi, so it counts "
+            "whole flips or spins."
+        )
+    if any(j.type == "free" for j in roots):
+        out.append(
+            "The root's orientation is a quaternion: angles read from it wrap (P.pitch and "
+            "P.roll within +-pi/2, P.heading within +-pi); count turns with P.rotation_step."
+        )
+    return out
+
+
+def _primitives(s: EnvSpec) -> list[str]:
+    """The behaviour library for this env: how to call it (an example that runs as written),
+    then every primitive that applies, with its full signature."""
+    listed = primitives_for(s.env_id)
+    names = {item.name for item in listed}
+    example = next(n for n in _EXAMPLE_MEASURES if n in names)
+    out = [
+        "`import primitives as P` measures the body, so you need not index qpos yourself. "
+        "Measures and reward forms take the env id first, then the step's `info` in reward "
+        "code (a number back):",
+        "```python",
+        "import numpy as np",
+        "import primitives as P",
+        "",
+        f'ENV = "{s.env_id}"',
+        f"value = P.{example}(ENV, info)",
+        "```",
+        f"or the `trajectory` in judge code (one value per step): `P.{example}(ENV, trajectory)`. "
+        "Signs: +x is forward, +y left; uprightness is 1 upright, 0 on its side, -1 upside down; "
+        "pitch is nose-up positive; heading and yaw rate are counter-clockwise positive. Reward "
+        "forms return [0, 1]: 1 where the behaviour is, 0.1 at `margin` outside it (velocity and "
+        "yaw-rate forms rise linearly from 0 at rest to 1 at `target`).",
+    ]
+    if "rotation_step" in names:
+        axis = "yaw" if layout(s.env_id).root == "swimmer" else "pitch"
+        out.append(
+            "Counting turns (a flip, a spin): in reward code add "
+            f'`P.rotation_step(ENV, info, "{axis}")` up over the episode\'s steps (reset at '
+            "its start); in judge code "
+            f'`P.total_rotation(ENV, trajectory, "{axis}")[-1]` is the episode\'s total.'
+        )
+    lay = layout(s.env_id)
+    if lay.feet:
+        out.append(f"Feet, in the order the foot primitives return them: {', '.join(lay.feet)}.")
+    if lay.knees:
+        out.append(f"Knees, in order: {', '.join(lay.knees)}.")
+    body = [i for i in listed if i.signature.startswith(f"P.{i.name}(env, data")]
+    groups = (
+        ("measures", [i for i in body if not i.reward]),
+        ("reward forms", [i for i in body if i.reward]),
+        ("helpers", [i for i in listed if i not in body]),
+    )
+    for title, group in groups:
+        out.append(f"- {title}: " + ", ".join(f"`{i.signature}`" for i in group))
+    return out

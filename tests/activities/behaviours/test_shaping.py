@@ -88,10 +88,10 @@ def test_every_reward_form_stays_in_0_1_on_any_state(env_id):
 def test_the_env_spec_lists_the_primitives_that_apply():
     hopper = env_spec("Hopper-v5").to_prompt()
     assert "## Primitives" in hopper and "import primitives as P" in hopper
-    assert "`feet_heights()`" in hopper and "Feet, in the order" in hopper
+    assert "`P.feet_heights(env, data)`" in hopper and "Feet, in the order" in hopper
     assert "pole_angle" not in hopper
     pendulum = env_spec("InvertedPendulum-v5").to_prompt()
-    assert "`pole_reward(margin=0.2)`" in pendulum
+    assert "`P.pole_reward(env, data, margin=0.2)`" in pendulum
     assert "forward_velocity" not in pendulum and "Feet" not in pendulum
     names = {item.name for item in primitives_for("Ant-v5")}
     assert {"yaw_rate", "heading_reward", "feet_contact", "upright_reward"} <= names

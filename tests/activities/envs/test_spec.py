@@ -19,8 +19,9 @@ from activities.training.reward_runtime import load_reward
 from activities.training.sim import make_env
 from workflows.contracts.session import ENV_IDS
 
-# Characters; Humanoid (348-dim observation) is the largest, with ~2k for the primitives.
-PROMPT_BUDGET = 9000
+# Characters; Humanoid (348-dim observation) is the largest, with ~3k for the primitives (full
+# signatures and an example that runs as written).
+PROMPT_BUDGET = 10500
 
 
 @pytest.fixture(scope="module", params=ENV_IDS)
