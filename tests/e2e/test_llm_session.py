@@ -220,9 +220,12 @@ async def test_llm_session_fails_twice_revises_with_tools_and_passes(
     assert revisers[1] - revisers[0] >= 0.9, "the retry must wait for Retry-After"
     fixer = next(r.prompt() for r in server.requests if "code fixer" in r.prompt().system)
     assert "NameError: name 'vx' is not defined" in fixer.user
-    # Claude takes images, not video: the visual judge saw 8 frames, the question 6 of 0-1 s.
+    # Claude takes images, not video: the visual judge saw 16 frames (at least one a second),
+    # each after its time; the question 6 of 0-1 s.
     seen = next(r for r in server.requests if "visual judge." in r.prompt().system)
-    assert len([p for p in seen.body["messages"][0]["content"] if p["type"] == "image"]) == 8
+    content = seen.body["messages"][0]["content"]
+    assert len([p for p in content if p["type"] == "image"]) == 16
+    assert any("t = 0.00 s" in p.get("text", "") for p in content)
     asked = next(r for r in server.requests if "question answerer" in r.prompt().system)
     assert len([p for p in asked.body["messages"][0]["content"] if p["type"] == "image"]) == 6
     # The tools really ran: their answers went back to the model as tool results.
