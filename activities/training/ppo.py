@@ -369,7 +369,7 @@ def summarize(
         "mean_episode_return": _mean(callback.episodes[-callback.window :], 1),
         "mean_env_return": _mean(callback.episodes[-callback.window :], 3),
         "episodes": len(callback.episodes),
-        "term_means": _final_term_means(callback.rollout_terms, done),
+        "term_means": final_term_means(callback.rollout_terms, done),
         "still_improving": _still_improving(callback.episodes, done),
         "seed": job.seed,
         "hyperparameters": hyperparameters,
@@ -400,8 +400,9 @@ def _mean(episodes: list[tuple[int, float, int, float]], idx: int) -> float | No
     return float(np.mean([e[idx] for e in episodes])) if episodes else None
 
 
-def _final_term_means(rollouts: list[tuple[int, dict[str, float]]], done: int) -> dict[str, float]:
-    """Per-step mean of each term over the last quarter of training (what the policy does now)."""
+def final_term_means(rollouts: list[tuple[int, dict[str, float]]], done: int) -> dict[str, float]:
+    """Per-step mean of each term over the last quarter of training (what the policy does now):
+    the window of both trainers' summaries (batched/run.py reads it from its metrics rows)."""
     last = [terms for steps, terms in rollouts if steps > 0.75 * done] or [
         t for _, t in rollouts[-1:]
     ]

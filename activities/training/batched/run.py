@@ -38,6 +38,7 @@ from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStat
 from activities.training.batched.state import load_state, save_state
 from activities.training.board import Board
 from activities.training.eval_checkpoints import stop_requested
+from activities.training.ppo import final_term_means
 from activities.training.presets import preset_for
 from activities.training.reward_runtime import ColumnRewards
 from workflows.contracts.keys import SCALARS, SUMMARY
@@ -176,7 +177,7 @@ def train_members(
         rows = scalars[k]
         (folder / SCALARS).parent.mkdir(parents=True, exist_ok=True)
         (folder / SCALARS).write_text("".join(json.dumps(r) + "\n" for r in rows))
-        summary = _summary(req, ppo, k, wall, trained, resumed)
+        summary = _summary(req, ppo, k, wall, trained, resumed, scalars[k])
         summary["eval_checkpoint_seconds"] = round(evals.seconds, 2)
         summary["stopped_at_pct"] = stopped.get("pct")
         if planner is not None:
@@ -215,7 +216,13 @@ def _scalar_row(steps: int, stats: CandidateStats, update: int, rate: float, wal
 
 
 def _summary(
-    req: ChildRequest, ppo: BatchedPPO, k: int, wall: float, trained: int, resumed: int | None
+    req: ChildRequest,
+    ppo: BatchedPPO,
+    k: int,
+    wall: float,
+    trained: int,
+    resumed: int | None,
+    rows: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """summary.json for member k: the single run's fields, with the batch's wall time."""
     stats = ppo.stats[k]
@@ -232,9 +239,13 @@ def _summary(
     fault = ppo.faults.get(k)
     # A failed reward's sandbox may be gone: its counts are not asked for.
     counts: dict[str, int] = counts_of() if callable(counts_of) and fault is None else {}
-    term_means = {
-        name: total / max(stats.transitions, 1) for name, total in stats.term_sums.items()
-    }
+    # Each term's per-step mean over the last quarter of training, as the SB3 trainer reports
+    # it (the reviser reads what the policy does now, not the whole run's average).
+    rollouts = [
+        (int(r["timesteps"]), {n[5:]: v for n, v in r.items() if n.startswith("term_")})
+        for r in rows
+    ]
+    term_means = final_term_means(rollouts, ppo.steps_done) if rollouts else {}
     return {
         "env_id": req.env_id,
         "timesteps": ppo.timesteps,  # the budget (planned from time, with a time budget)

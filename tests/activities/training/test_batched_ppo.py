@@ -324,3 +324,32 @@ def test_a_candidate_whose_reward_fails_mid_batch_is_dropped_and_the_others_trai
     finally:
         for box in boxes:
             box.close()
+
+
+def test_batched_and_single_runs_log_the_same_columns_and_term_window(tmp_path: Path):
+    from activities.runner.protocol import ChildRequest
+    from activities.training.batched.run import train_members
+
+    req = ChildRequest(env_id="Hopper-v5", timesteps=4 * 512, seed=0, ppo={"n_steps": 32})
+    preset = preset_for("Hopper-v5", {"n_steps": 32})
+    columns, summaries = [], []
+    for k in (2, 1):
+        cands = [Candidate(f"c{i}", _local(), preset) for i in range(k)]
+        folders = [tmp_path / f"k{k}" / c.name for c in cands]
+        result = train_members(req, cands, folders, tmp_path / f"k{k}", lambda e: None)
+        for folder in folders:
+            rows = [json.loads(line) for line in (folder / SCALARS).open()]
+            columns.append(set(rows[-1]))
+            summary = json.loads((folder / "summary.json").read_text())
+            late = [r for r in rows if r["timesteps"] > 0.75 * summary["timesteps_done"]]
+            want = {t: np.mean([r[f"term_{t}"] for r in late]) for t in ("forward", "ctrl")}
+            summaries.append((summary["term_means"], want))
+        assert result
+    # Every member of a batch and a single run: the same columns, per-term ones included, and
+    # term means over the last quarter of training (what the reviser reads).
+    assert all(c == columns[0] for c in columns)
+    assert {"ep_return_mean", "ep_len_mean", "term_forward", "term_ctrl"} <= columns[0]
+    for got, want in summaries:
+        assert got.keys() >= want.keys()
+        for t, v in want.items():
+            assert got[t] == pytest.approx(v)
