@@ -193,6 +193,9 @@ class SessionWorkflow:
                 prompt=inp.prompt,
                 env_id=inp.env_id,
                 llm_model=inp.llm_model,
+                timesteps=state.timesteps,
+                algo=inp.algo,
+                max_iterations=inp.max_iterations,
             ),
         )
         state.criteria = elicited.criteria

@@ -76,7 +76,9 @@ def elicit_criteria(req: ElicitRequest) -> ElicitResult:
     if is_offline(req.llm_model):
         criteria = OfflineAuthor().author(req.prompt, req.env_id).criteria
         return ElicitResult(criteria=criteria, model_label=model_label(req.llm_model))
-    criteria, call = criteria_agent.elicit(req.prompt, req.env_id, req.llm_model)
+    criteria, call = criteria_agent.elicit(
+        req.prompt, req.env_id, req.llm_model, budget=(req.timesteps, req.algo, req.max_iterations)
+    )
     log.info("criteria elicited", criteria=[c.name for c in criteria])
     return ElicitResult(criteria=criteria, model_label=model_label(req.llm_model), usage=call)
 

@@ -22,7 +22,11 @@ from workflows.contracts.usage import LLMCall
 
 class ElicitRequest(SessionContext):
     """What elicit_criteria takes: asks for the behaviour's measurable criteria, once per
-    session."""
+    session, with the training they must be reachable in (0: not told, as older histories)."""
+
+    timesteps: int = 0  # the first iteration's steps per run
+    algo: str = "ppo"
+    max_iterations: int = 0
 
 
 class ElicitResult(Contract):

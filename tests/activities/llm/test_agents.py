@@ -45,6 +45,23 @@ def test_elicitor_on_gemini_gets_criteria_through_its_tool(fake: FakeLLMServer):
     assert "run forward" in sent.user and "105" in sent.user
 
 
+def test_the_elicitor_is_told_the_budget_and_what_random_actions_do(fake: FakeLLMServer):
+    items = [
+        {"name": n, "description": n, "measure": "m", "target": 1, "unit": "m/s"}
+        for n in ("speed", "upright", "calm")
+    ]
+    fake.push("anthropic", Tools([("submit_criteria", {"criteria": items})]))
+    criteria, _ = criteria_agent.elicit(
+        "walk forward", "Humanoid-v5", "claude-sonnet-4-6", budget=(300_000, "ppo", 3)
+    )
+    assert criteria[0].unit == "m/s"
+    user = fake.requests_for("anthropic")[0].prompt().user
+    assert "300,000 environment steps of PPO" in user and "up to 3 iterations" in user
+    # A random Humanoid falls within a few dozen steps: the elicitor reads that, in numbers.
+    section = user[user.index("# What random actions do") :]
+    assert "3 of 3 ended early" in section and "info['x_velocity']" in section
+
+
 def test_too_few_criteria_is_a_retryable_bad_answer(fake: FakeLLMServer):
     items = [{"name": "speed", "description": "d", "measure": "m", "target": 1}]
     fake.push("gemini", Tools([("submit_criteria", {"criteria": items})]))
