@@ -39,7 +39,7 @@ def random_rollout_text(env_id: str, episodes: int = EPISODES, seed: int = 0) ->
                     break
             lengths.append(steps)
             returns.append(total)
-        dt = float(env.unwrapped.dt)
+        dt = float(env.unwrapped.dt)  # type: ignore[attr-defined]  # MujocoEnv has it
     finally:
         env.close()
     lines = [
