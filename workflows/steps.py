@@ -183,7 +183,7 @@ class Steps:
 
     def _validate_reward(self, key: str) -> Awaitable[ValidateResult]:
         # A session whose runs cannot apply SHAPING refuses it here, where the fixer sees why.
-        shaping = self.inp.algo == "ppo" and not self.inp.warm_start
+        shaping = self.inp.runs_on_engine
         req = ValidateRequest(env_id=self.inp.env_id, reward_key=key, shaping=shaping)
         return self._validate(act.VALIDATE_REWARD, req)
 
@@ -236,9 +236,11 @@ class Steps:
             self.state.stage("fixing")
             request = self._fix_request(kind, iteration, candidate, key, error, attempt, criteria)
             # The first round of a fault: the code had passed validation.
-            request.after_validation = fault is not None and attempt == 1
-            request.series = series
-            fixed = await self.llm(act.FIX_CODE, request)
+            after = fault is not None and attempt == 1
+            fixed = await self.llm(
+                act.FIX_CODE,
+                request.model_copy(update={"after_validation": after, "series": series}),
+            )
             fixes.append(fixed)
             key = fixed.key
         raise AssertionError("unreachable")

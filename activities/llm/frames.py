@@ -56,10 +56,12 @@ def timed_frames(
     size: int = 384,
     start_s: float | None = None,
     end_s: float | None = None,
+    at_least: int = MIN_FRAMES,
 ) -> Frames:
     """n frames spread over the video, or over [start_s, end_s] of it (first and last
     included), as JPEGs no wider or taller than `size`, with their times: what models that take
-    images but not video are shown. n None: `frames_for` the video's length. Videos play in
+    images but not video are shown. n None: `frames_for` the video's length (at least
+    `at_least`). Videos play in
     real time (the renderer's fps is 1 / (dt * stride)), so seconds here are episode seconds."""
     with av.open(io.BytesIO(mp4), mode="r") as container:
         stream = container.streams.video[0]
@@ -76,7 +78,7 @@ def timed_frames(
             f"the window {start_s or 0:g}-{end_s if end_s is not None else duration:g} s holds "
             f"no frames; the video lasts {duration:.2f} s"
         )
-    count = frames_for(duration) if n is None else n
+    count = frames_for(duration, at_least) if n is None else n
     picks = np.linspace(first, last, num=min(count, last - first + 1)).round().astype(int)
     out = []
     for i in picks:
@@ -86,14 +88,3 @@ def timed_frames(
         image.save(buf, format="JPEG", quality=85)
         out.append(Frame(time_s=round(int(i) / fps, 2), jpeg=buf.getvalue()))
     return Frames(out, duration, fps)
-
-
-def sample_frames(
-    mp4: bytes,
-    n: int = 8,
-    size: int = 384,
-    start_s: float | None = None,
-    end_s: float | None = None,
-) -> list[bytes]:
-    """The JPEGs of `timed_frames`, without their times."""
-    return [f.jpeg for f in timed_frames(mp4, n, size, start_s, end_s).frames]

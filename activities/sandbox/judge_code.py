@@ -110,7 +110,13 @@ def check_judgment(out: Any, criteria: list[str]) -> dict[str, Any]:
         raise JudgeLoadError(f"judge_fn's 'failure_tags' must be a list; got {type(tags).__name__}")
     return {
         "score": _unit(out["score"], "judge_fn's 'score'"),
-        "criteria": {str(k): _unit(v, f"criterion {k!r}") for k, v in scores.items()},
+        # The session's criteria only, when it has them: what the judge adds beyond them is
+        # not recorded (it would grow the judgment without bound).
+        "criteria": {
+            str(k): _unit(v, f"criterion {k!r}")
+            for k, v in scores.items()
+            if not criteria or k in criteria
+        },
         "measured": _measured(out.get("measured"), criteria),
         "diagnosis": " ".join(str(out["diagnosis"]).split())[:800],
         "failure_tags": [str(t)[:40] for t in list(tags)[:10]],

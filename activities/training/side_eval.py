@@ -119,7 +119,7 @@ def evaluate_members_beside(
     kept: dict[str, list[int]] = {m.name: [] for m in req.members}
     # Members whose reward failed here: the batch drops them too (batched/ppo.py), and the
     # others' checkpoints are still kept.
-    failed: dict[str, str] = {}
+    failed: set[str] = set()
     work = 0.0
     while True:
         over = all((watch / name / SUMMARY).exists() for name in kept)
@@ -136,8 +136,8 @@ def evaluate_members_beside(
                 continue
             try:
                 _keep(req, rewards[name], watch / name, marker)
-            except RewardLoadError as exc:
-                failed[name] = str(exc)
+            except RewardLoadError:
+                failed.add(name)  # the batch reports its error (batched/ppo.py)
                 continue
             kept[name].append(pct)
             emit(
@@ -148,7 +148,7 @@ def evaluate_members_beside(
         if over:
             break
         time.sleep(POLL_S)
-    return {"checkpoints": kept, "work_seconds": round(work, 2), "failed": failed}
+    return {"checkpoints": kept, "work_seconds": round(work, 2)}
 
 
 def _markers(watch: Path) -> list[dict[str, Any]]:

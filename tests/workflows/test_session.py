@@ -892,15 +892,14 @@ async def test_long_sessions_continue_as_new_between_iterations(temporal_env, qu
 
 
 ZERO_DIV = "reward_fn.py line 9: ZeroDivisionError: float division by zero"
+LLM = {"llm_model": "claude-sonnet-4-6", "vlm_judge": False}  # a session with the fixer
 
 
 async def test_a_reward_that_fails_in_training_goes_back_to_the_fixer_and_trains_again(
     temporal_env, queue_prefix
 ):
     script = Script(scores=[0.9], train_fault=ZERO_DIV)
-    result = await run_session(
-        temporal_env, queue_prefix, script, llm_model="claude-sonnet-4-6", vlm_judge=False
-    )
+    result = await run_session(temporal_env, queue_prefix, script, **LLM)
     assert result.passed
     (fix,) = script.calls["fix_code"]
     assert fix.kind == "reward" and fix.after_validation and fix.series == 1
@@ -916,14 +915,7 @@ async def test_a_judge_that_fails_on_a_later_episode_is_fixed_once_and_judges_ev
     temporal_env, queue_prefix
 ):
     script = Script(scores=[0.9], judge_fault="judge_fn.py line 4: IndexError: index 120")
-    result = await run_session(
-        temporal_env,
-        queue_prefix,
-        script,
-        llm_model="claude-sonnet-4-6",
-        vlm_judge=False,
-        seeds=2,
-    )
+    result = await run_session(temporal_env, queue_prefix, script, seeds=2, **LLM)
     assert result.passed and result.iterations[0].runs == 2
     (fix,) = script.calls["fix_code"]  # the two runs' failures share one fix
     assert fix.kind == "judge" and fix.after_validation and "IndexError" in fix.error
@@ -937,14 +929,7 @@ async def test_a_batch_member_whose_reward_fails_is_fixed_and_trained_alone(
     temporal_env, queue_prefix
 ):
     script = Script(scores=[0.9], train_fault=ZERO_DIV, member_fault_run="c1_")
-    result = await run_session(
-        temporal_env,
-        queue_prefix,
-        script,
-        llm_model="claude-sonnet-4-6",
-        vlm_judge=False,
-        candidates=2,
-    )
+    result = await run_session(temporal_env, queue_prefix, script, candidates=2, **LLM)
     assert result.passed and result.iterations[0].batched
     (fix,) = script.calls["fix_code"]
     assert fix.candidate == 1 and fix.after_validation

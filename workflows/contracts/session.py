@@ -107,6 +107,12 @@ class SessionInput(UserInput):
         return self.max_timesteps_per_iteration or 2 * self.total_timesteps
 
     @property
+    def runs_on_engine(self) -> bool:
+        """PPO without warm starts: every run trains on the batched engine (runs of one seed
+        together), which applies a reward's SHAPING; the SB3 trainer does neither."""
+        return self.algo == "ppo" and not self.warm_start
+
+    @property
     def timed_timesteps_cap(self) -> int:
         """With max_training_minutes, the most steps a run may plan to fit its time (a large
         machine trains more steps in the same minutes)."""

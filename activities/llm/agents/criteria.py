@@ -50,12 +50,16 @@ def elicit(
     """The criteria the judge will score, elicited from the model for this prompt and env,
     told the training budget (steps per run, algorithm, iterations) and what random actions
     do in the env, so that targets are reachable by training and out of reach of chance."""
+    from activities.envs.random_rollout import random_rollout_text
+
     system = render_prompt("elicitor", judge_contract=render_prompt("judge_contract"))
     answer = ask(
         "elicitor",
         model,
         system=system,
-        user=join(intent_text(prompt), env_text(env_id), budget_text(*budget), random_text(env_id)),
+        user=join(
+            intent_text(prompt), env_text(env_id), budget_text(*budget), random_rollout_text(env_id)
+        ),
         tool=SUBMIT_CRITERIA,
     )
     return parse_criteria(answer.arguments.get("criteria")), answer.call
@@ -71,13 +75,6 @@ def budget_text(timesteps: int, algo: str, iterations: int) -> str:
         f"{algo.upper()} (Stable-Baselines3 settings) per iteration{more}. Set targets that a "
         "policy trained this long reaches when it does the behaviour well."
     )
-
-
-def random_text(env_id: str) -> str:
-    """What random actions do in the env: the bar every target must clear."""
-    from activities.envs.random_rollout import random_rollout_text
-
-    return random_rollout_text(env_id)
 
 
 def parse_criteria(raw: Any) -> list[Criterion]:

@@ -14,7 +14,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.llm.agents.common import answer_text, ask, render_prompt
 from activities.llm.agents.context import intent_text, join
-from activities.llm.frames import frames_for, timed_frames, video_length
+from activities.llm.frames import timed_frames, video_length
 from activities.llm.providers.base import Media, ToolSpec
 from workflows.contracts.usage import LLMCall
 
@@ -156,8 +156,7 @@ def rollout_media(
         duration, fps = video_length(video)
         told = f"You are shown the episode's video: {duration:.1f} s at {fps:g} fps, real time."
         return (Media("video/mp4", video),), "video", told
-    duration, _ = video_length(video)
-    picked = timed_frames(video, frames_for(duration, frames))
+    picked = timed_frames(video, at_least=frames)
     media = tuple(
         Media("image/jpeg", f.jpeg, caption=f"Frame {i + 1} at t = {f.time_s:.2f} s")
         for i, f in enumerate(picked.frames)

@@ -14,7 +14,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.artifacts import ArtifactStore
 from activities.envs.catalog import ENVS
 from activities.llm.agents.vlm import ROBOTS, TRACKED, scene_text
-from activities.llm.frames import frames_for, sample_frames, timed_frames, video_length
+from activities.llm.frames import frames_for, timed_frames, video_length
 from activities.llm.judging_activities import vlm_criteria, vlm_judge
 from activities.training.rollout import Mp4Writer
 from activities.training.sim import TRACKING_CAMERA
@@ -40,7 +40,7 @@ def video(tmp_path: Path, frames: int = 40) -> bytes:
 
 
 def test_frames_are_spread_over_the_episode(tmp_path):
-    jpegs = sample_frames(video(tmp_path), n=8, size=64)
+    jpegs = [f.jpeg for f in timed_frames(video(tmp_path), n=8, size=64).frames]
     assert len(jpegs) == 8 and all(j[:2] == b"\xff\xd8" for j in jpegs)  # JPEG magic
 
 
