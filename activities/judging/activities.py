@@ -11,6 +11,7 @@ import asyncio
 import tempfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from statistics import fmean
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
@@ -50,10 +51,10 @@ async def judge_rollout(req: JudgeRequest) -> Judgment:
     checkpoints = await asyncio.to_thread(checkpoint_trajectories, store, req.trajectory_key)
     extra = [key for keys in checkpoints.values() for key in keys]
     if req.judge_key:
-        judgment, scores = await _judge_with_code(store, req, data, extra)
+        judgment, extras = await _judge_with_code(store, req, data, extra)
     else:
-        judgment, scores = await asyncio.to_thread(_judge_with_metrics, store, req, data, extra)
-    judgment = with_checkpoints(judgment, checkpoints, scores)
+        judgment, extras = await asyncio.to_thread(_judge_with_metrics, store, req, data, extra)
+    judgment = with_checkpoints(judgment, checkpoints, extras)
     key = judgment_key(req.trajectory_key)
     if key:
         body = judgment.model_dump_json(indent=2).encode()
@@ -82,35 +83,51 @@ def checkpoint_trajectories(store: ArtifactStore, trajectory_key: str) -> dict[s
     return dict(sorted(out.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0))
 
 
+# An extra episode judged: its score and its measured value per criterion.
+Judged = tuple[float, dict[str, float]]
+
+
 def with_checkpoints(
-    judgment: Judgment, checkpoints: dict[str, list[str]], scores: list[float]
+    judgment: Judgment, checkpoints: dict[str, list[str]], extras: list[Judged]
 ) -> Judgment:
-    """The judgment with the mean score per evaluation checkpoint, and a line saying how the
-    behaviour developed over training."""
+    """The judgment with the mean score and mean measured values per evaluation checkpoint,
+    and a line saying how the behaviour developed over training."""
     if not checkpoints:
         return judgment
     means: dict[str, float] = {}
-    it = iter(scores)
+    measured: dict[str, dict[str, float]] = {}
+    it = iter(extras)
     for pct, keys in checkpoints.items():
-        values = [next(it) for _ in keys]
-        means[pct] = round(sum(values) / len(values), 4)
+        judged = [next(it) for _ in keys]
+        means[pct] = round(sum(score for score, _ in judged) / len(judged), 4)
+        names = sorted({name for _, values in judged for name in values})
+        measured[pct] = {
+            name: round(fmean(v[name] for _, v in judged if name in v), 6) for name in names
+        }
     trend = ", ".join(f"{v:.2f}" for v in means.values())
     line = f" Over training ({'/'.join(means)}% of the steps): scores {trend}."
     return judgment.model_copy(
-        update={"checkpoints": means, "diagnosis": judgment.diagnosis + line}
+        update={
+            "checkpoints": means,
+            "checkpoint_measured": measured,
+            "diagnosis": judgment.diagnosis + line,
+        }
     )
 
 
 def _judge_with_metrics(
     store: ArtifactStore, req: JudgeRequest, npz: bytes, extra: list[str]
-) -> tuple[Judgment, list[float]]:
-    """The built-in code judge on the evaluation episode, and the scores of the `extra` ones."""
+) -> tuple[Judgment, list[Judged]]:
+    """The built-in code judge on the evaluation episode, and the `extra` ones judged."""
 
     def judged(src: bytes) -> Judgment:
         return judge_trajectory(src, req.env_id, req.criteria, req.pass_threshold)
 
+    def scored(j: Judgment) -> Judged:
+        return j.score, {c.name: c.value for c in j.criteria if c.measured}
+
     try:
-        return judged(npz), [judged(store.get_bytes(key)).score for key in extra]
+        return judged(npz), [scored(judged(store.get_bytes(key))) for key in extra]
     except ValueError as exc:  # TrajectoryError, or an env the metrics do not know
         raise ApplicationError(
             f"trajectory {req.trajectory_key} cannot be judged: {exc}",
@@ -121,7 +138,7 @@ def _judge_with_metrics(
 
 async def _judge_with_code(
     store: ArtifactStore, req: JudgeRequest, npz: bytes, extra: list[str]
-) -> tuple[Judgment, list[float]]:
+) -> tuple[Judgment, list[Judged]]:
     assert req.judge_key is not None
     source = await asyncio.to_thread(store.get_text, req.judge_key)
     with tempfile.TemporaryDirectory(prefix="pf-judge-", ignore_cleanup_errors=True) as tmp:
@@ -158,7 +175,9 @@ async def _judge_with_code(
                 type="JudgeCodeFailed",
                 non_retryable=exc.reward_fault,
             ) from None
-    return judgment_from_code(result["judgment"], req), list(result.get("extra_scores", []))
+    scores = [float(s) for s in result.get("extra_scores", [])]
+    measured = result.get("extra_measured") or [{} for _ in scores]
+    return judgment_from_code(result["judgment"], req), list(zip(scores, measured, strict=True))
 
 
 def judgment_from_code(out: dict, req: JudgeRequest) -> Judgment:

@@ -37,6 +37,7 @@ from workflows.contracts.activities import (
     implements,
 )
 from workflows.contracts.judging import JudgeCode
+from workflows.contracts.keys import SCALARS
 from workflows.contracts.llm import (
     AuthorRequest,
     AuthorResult,
@@ -51,7 +52,7 @@ from workflows.contracts.llm import (
     ReviseResult,
 )
 from workflows.contracts.session import IterationRecord
-from workflows.contracts.training import RewardArtifact
+from workflows.contracts.training import RewardArtifact, TrainResult
 
 
 def _template_artifact(key: str, r: RenderedReward) -> RewardArtifact:
@@ -187,6 +188,16 @@ def fix_code(req: FixRequest) -> FixResult:
     )
 
 
+def _metrics_rows(store: ArtifactStore, train: TrainResult) -> list[dict[str, Any]]:
+    """The run's metrics lines (one per update), for the reviser's checkpoint table; none when
+    the run wrote none."""
+    key = train.run_prefix + SCALARS
+    if not store.exists(key):
+        return []
+    rows = [json.loads(line) for line in store.get_text(key).splitlines() if line.strip()]
+    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("timesteps"), int)]
+
+
 @implements(REVISE_REWARD)
 def revise_reward(req: ReviseRequest) -> ReviseResult:
     """One call of the reviser. With a model it may end in tool calls for the workflow to run
@@ -204,7 +215,9 @@ def revise_reward(req: ReviseRequest) -> ReviseResult:
         store.put_text(history_key, json.dumps(history, indent=1))
         lesson = lessons.load(store, req.env_id, req.prompt)
         text = lessons.text_for_authors(lesson) if lesson else ""
-        return reward.revision_opening(req, store.get_text(req.reward.key), text)
+        return reward.revision_opening(
+            req, store.get_text(req.reward.key), text, _metrics_rows(store, req.train)
+        )
 
     turn, transcript_key = dialogue.next_turn(
         store, req, folder, opening, partial(reward.revise_turn, req.llm_model)

@@ -96,6 +96,8 @@ class Judgment(Contract):
     # The same judge on the run's evaluation checkpoints: percent of training -> mean score of
     # its p10/median/p90 episodes (how the behaviour developed).
     checkpoints: dict[str, float] = Field(default_factory=dict)
+    # At each checkpoint, the mean measured value per criterion over its episodes.
+    checkpoint_measured: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
 # --- the video judge --------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from activities.llm.agents.context import (
 from activities.llm.agents.dialogue import Turn, take_turn, tool_budget_note
 from activities.llm.agents.tool_specs import REVISER_TOOLS
 from activities.llm.providers.base import Message, ToolSpec
-from workflows.contracts.judging import Criterion
+from workflows.contracts.judging import Criterion, Judgment
 from workflows.contracts.llm import ReviseRequest
 from workflows.contracts.session import IterationRecord
 from workflows.contracts.tools import MAX_TOOL_ROUNDS
@@ -249,9 +249,12 @@ def lessons_text(lessons: str) -> str:
     )
 
 
-def revision_opening(req: ReviseRequest, code: str, lessons: str = "") -> str:
-    """The first user message of a revision: the last iteration's evidence in full, the rest of
-    the session as a table the tools can open, and the lesson of earlier sessions."""
+def revision_opening(
+    req: ReviseRequest, code: str, lessons: str = "", rows: list[dict[str, Any]] | None = None
+) -> str:
+    """The first user message of a revision: the last iteration's evidence in full (with its
+    training's metrics `rows` as a checkpoint table), the rest of the session as a table the
+    tools can open, and the lesson of earlier sessions."""
     last = req.iteration - 1
     return join(
         intent_text(req.prompt),
@@ -260,12 +263,74 @@ def revision_opening(req: ReviseRequest, code: str, lessons: str = "") -> str:
         code_text(f"Reward code trained in iteration {last} (the last)", code),
         judgment_text(req.judgment),
         training_text(req.train, req.timesteps, req.timesteps_cap, req.algo),
+        checkpoint_table(rows or [], req.judgment, req.criteria, req.train),
         history_text(req.history, req.best.iteration if req.best else None),
         feedback_text(req.feedback),
         lessons_text(lessons),
         f"You are writing the reward for iteration {req.iteration}. "
         + tool_budget_note(0, MAX_TOOL_ROUNDS),
     )
+
+
+CHECKPOINT_ROWS = 5  # rows of the table when the judge scored no checkpoints
+
+READING_RULES = """How to read it:
+- Return rising while the judge's score and the measured values stay flat: the reward pays for
+  something the criteria do not measure (a hack or a proxy); change what it pays for.
+- Episode length falling, or short next to the env's limit: the body falls or the episode ends
+  early; pay for staying up or shape termination before paying for speed.
+- A term whose magnitude dwarfs the others decides what is learned; rescale it.
+- Measured values that improve and then fall back late in training: the policy drifts away from
+  the behaviour; strengthen the term that held it.
+- Nothing moving at all: the reward gives no gradient toward the behaviour from where a random
+  policy starts; add a dense, bounded term for the first step of it."""
+
+
+def checkpoint_table(
+    rows: list[dict[str, Any]], judgment: Judgment, criteria: list[Criterion], t: TrainResult
+) -> str:
+    """How the last training went over time: at each evaluation checkpoint the judge scored
+    (else at about CHECKPOINT_ROWS points), the return, episode length and each term's mean
+    from the metrics nearest it, with the judge's score and measured value per criterion."""
+    if not rows:
+        return ""
+    budget = t.timesteps_budget or t.timesteps_done
+    if judgment.checkpoints:
+        points = [(pct, int(pct) * budget / 100) for pct in judgment.checkpoints]
+    else:
+        step = max(1, len(rows) // CHECKPOINT_ROWS)
+        picked = rows[step - 1 :: step][-CHECKPOINT_ROWS:]
+        points = [(f"{100 * r['timesteps'] / max(budget, 1):.0f}", r["timesteps"]) for r in picked]
+    terms = sorted({k for r in rows for k in r if k.startswith("term_")})
+    names = [c.name for c in criteria]
+    units = {c.name: f" ({c.unit})" if c.unit else "" for c in criteria}
+    head = ["% of budget", "steps", "return", "episode length", *terms, "judge score"]
+    head += [f"{n} measured{units[n]}" for n in names]
+    lines = [
+        "# Training over time (the last iteration's best run)",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + " --- |" * len(head),
+    ]
+    for pct, at in points:
+        row = min(rows, key=lambda r: abs(r["timesteps"] - at))
+        measured = judgment.checkpoint_measured.get(pct, {})
+        score = judgment.checkpoints.get(pct)
+        cells = [
+            f"{pct}%",
+            f"{row['timesteps']:,}",
+            _num(row.get("ep_return_mean")),
+            _num(row.get("ep_len_mean")),
+            *(_num(row.get(term)) for term in terms),
+            _num(score),
+            *(_num(measured.get(n)) for n in names),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n" + READING_RULES
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.4g}"
 
 
 def revise_turn(model: str, messages: list[Message], final: bool) -> Turn:

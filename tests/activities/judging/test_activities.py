@@ -79,6 +79,10 @@ async def test_evaluation_checkpoints_are_judged_too(store: dict[str, bytes]):
     scores = list(judgment.checkpoints.values())
     assert scores == sorted(scores) and scores[-1] == judgment.score
     assert "Over training (25/50/100% of the steps)" in judgment.diagnosis
+    # What was measured at each checkpoint: the forward speed the episodes ran at.
+    speed = next(c.name for c in _request().criteria if "speed" in c.name or "vel" in c.name)
+    speeds = [judgment.checkpoint_measured[pct][speed] for pct in ("25", "50", "100")]
+    assert speeds == pytest.approx([0.2, 1.0, 2.5], rel=0.05)
 
 
 def test_checkpoint_episodes_leave_out_the_saved_normaliser(store: dict[str, bytes]):

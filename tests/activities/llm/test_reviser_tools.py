@@ -520,3 +520,49 @@ def test_earlier_rounds_stay_in_the_conversation(fake: FakeLLMServer, provider: 
         ("read_reward", store.get_text(wrong.key), True),
         ("read_reward", store.get_text(right.key), False),
     ]
+
+
+def test_the_opening_shows_training_over_time_at_the_judged_checkpoints(fake: FakeLLMServer):
+    store = ArtifactStore()
+    req = _request(store, "anthropic")
+    # The run's metrics (one line per update) and the judge's checkpoints with what it measured.
+    rows = [
+        {
+            "timesteps": 2048 * i,
+            "ep_return_mean": 10.0 * i,
+            "ep_len_mean": 1000.0,
+            "term_forward": 0.02 * i,
+            "term_ctrl": -0.05,
+        }
+        for i in range(1, 25)
+    ]
+    store.put_text(
+        req.train.run_prefix + "metrics/scalars.jsonl", "\n".join(json.dumps(r) for r in rows)
+    )
+    judgment = req.judgment.model_copy(
+        update={
+            "checkpoints": {"25": 0.1, "50": 0.2, "100": 0.3},
+            "checkpoint_measured": {
+                "25": {"forward_speed": 0.31},
+                "50": {"forward_speed": 0.62},
+                "100": {"forward_speed": 0.9},
+            },
+        }
+    )
+    criteria = [
+        c.model_copy(update={"unit": "m/s"}) if c.name == "forward_speed" else c
+        for c in req.criteria
+    ]
+    req = req.model_copy(update={"judgment": judgment, "criteria": criteria})
+    fake.push("anthropic", Tools([("submit_revision", _submit())]))
+    _revise(req)
+    opening = fake.requests_for("anthropic")[0].prompt().user
+    table = opening[opening.index("# Training over time") :].splitlines()
+    assert (
+        "| % of budget | steps | return | episode length | term_ctrl | term_forward |" in (table[2])
+        and "forward_speed measured (m/s)" in table[2]
+    )
+    # 25% of 50,176 steps is nearest the update at 12,288: its return, terms, score, measured.
+    assert table[4].startswith("| 25% | 12,288 | 60 | 1000 | -0.05 | 0.12 | 0.1 | 0.31 |")
+    assert table[6].startswith("| 100% | 49,152 | 240 |")
+    assert "How to read it:" in opening
