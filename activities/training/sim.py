@@ -49,6 +49,8 @@ def make_env(
     fast headless rendering at `render_size` px when asked."""
     quiet_mujoco()
     kwargs = dict(env_kwargs or {})
+    if reward is not None:
+        kwargs.update(_termination(env_id, reward))
     if render_size:
         kwargs.update(render_mode="rgb_array", width=render_size, height=render_size)
         if env_id in TRACKING_CAMERA and "camera_id" not in kwargs:
@@ -112,3 +114,15 @@ def scalar_info(info: dict[str, Any]) -> dict[str, float]:
         ):
             out[key] = float(value)
     return out
+
+
+def _termination(env_id: str, reward: Rewards | LoadedReward) -> dict[str, Any]:
+    """The episode rules a reward's SHAPING sets for evaluation too (`healthy_z_range`); a
+    SHAPING that cannot apply is the reward's error."""
+    from activities.sandbox.reward_code import RewardLoadError
+    from activities.training.batched.shaping import ShapingError, termination_kwargs
+
+    try:
+        return termination_kwargs(getattr(reward, "shaping", None), env_id)
+    except ShapingError as exc:
+        raise RewardLoadError(str(exc)) from None

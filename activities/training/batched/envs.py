@@ -93,6 +93,14 @@ class BatchEnvs:
             self.limits[envs] = shaping.max_episode_steps
         if shaping.min_height is not None:
             self.min_height[envs] = shaping.min_height
+        if shaping.healthy_z_range is not None:
+            # env.step reads each copy's own band; a kernel reads one band per copy.
+            for env in self.envs[envs]:
+                cast(Any, env)._healthy_z_range = shaping.healthy_z_range
+            if self.kernel is not None and hasattr(self.kernel, "z_range"):
+                low, high = (np.full(self.n, bound, dtype=float) for bound in self.kernel.z_range)
+                low[envs], high[envs] = shaping.healthy_z_range
+                cast(Any, self.kernel).z_range = (low, high)
 
     def reset(self, seeds: list[int] | None = None) -> np.ndarray:
         """Every copy's first observation, seeded with `seeds` (default seed, seed+1, ...)."""

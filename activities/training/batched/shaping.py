@@ -10,15 +10,19 @@ JSON; `parse` checks it against this schema and the env, with a one-line error n
   policy commands this fraction of it);
 - initial state: `init_noise` (a factor on the env's own reset noise around its initial pose);
 - termination: `max_episode_steps` (shorter episodes), `min_height` (the episode ends when the
-  torso drops below this height, for bodies that have one).
+  torso drops below this height, for bodies that have one), `healthy_z_range` (the torso
+  heights within which the body counts as healthy, replacing the env's own band, for envs that
+  end episodes on torso height: a high jump or ground work needs it relaxed).
 
 Training applies all of them (batched trainer). The observation and action parts are linear, so
 the export folds them into the plain SB3 model (`export.py`): dropped inputs get zero weights,
 the normaliser's statistics are rescaled, the action layer and log std are scaled. The saved
 model acts on the env's own observations and actions with no adapter, and evaluation and the
 judge see the behaviour in the unshaped env (its own reset and termination), so scores stay
-comparable across candidates. Action clipping and repeat are not offered: neither folds into
-a plain SB3 policy.
+comparable across candidates. The exception is `healthy_z_range`: it changes what the episode
+is (a jump above the env's band would otherwise end it), so evaluation plays under it too
+(`termination_kwargs`, read by `sim.make_env`). Action clipping and repeat are not offered:
+neither folds into a plain SB3 policy.
 """
 
 from __future__ import annotations
@@ -26,9 +30,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from activities.behaviours.layout import LAYOUTS
+from activities.envs.catalog import facts
+
+MAX_HEALTHY_Z = 5.0  # metres: the highest torso band a SHAPING may set
 
 
 class Shaping(BaseModel):
@@ -42,6 +49,14 @@ class Shaping(BaseModel):
     init_noise: float = Field(default=1.0, ge=0.0, le=10.0)
     max_episode_steps: int | None = Field(default=None, ge=10)
     min_height: float | None = Field(default=None, ge=0.0, le=5.0)
+    healthy_z_range: tuple[float, float] | None = None
+
+    @field_validator("healthy_z_range")
+    @classmethod
+    def _band(cls, band: tuple[float, float] | None) -> tuple[float, float] | None:
+        if band is not None and not 0.0 <= band[0] < band[1] <= MAX_HEALTHY_Z:
+            raise ValueError(f"needs 0 <= low < high <= {MAX_HEALTHY_Z:g} metres (got {band})")
+        return band
 
     @property
     def empty(self) -> bool:
@@ -59,8 +74,8 @@ class ShapingError(ValueError):
     """SHAPING that cannot be applied; the message names the field and what to change."""
 
 
-def parse(raw: Any, env_id: str, obs_dim: int, max_steps: int) -> Shaping:
-    """A candidate's SHAPING checked against the schema and the env; ShapingError otherwise."""
+def _validated(raw: Any, env_id: str) -> Shaping:
+    """SHAPING checked against the schema and what the env has; ShapingError otherwise."""
     if raw is None or raw == {}:
         return Shaping()
     if not isinstance(raw, dict):
@@ -69,8 +84,25 @@ def parse(raw: Any, env_id: str, obs_dim: int, max_steps: int) -> Shaping:
         shaping = Shaping.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "SHAPING"
+        where = ".".join(str(p) for p in err["loc"][:1]) or "SHAPING"
         raise ShapingError(f"SHAPING[{where!r}]: {err['msg']}") from None
+    if shaping.healthy_z_range is not None and facts(env_id).healthy_z is None:
+        raise ShapingError(
+            f"SHAPING['healthy_z_range']: {env_id} does not end episodes on torso height"
+        )
+    return shaping
+
+
+def termination_kwargs(raw: Any, env_id: str) -> dict[str, Any]:
+    """The gym.make settings that make an episode end as SHAPING's `healthy_z_range` says (none
+    without one): evaluation plays under the termination training used."""
+    band = _validated(raw, env_id).healthy_z_range
+    return {} if band is None else {"healthy_z_range": band}
+
+
+def parse(raw: Any, env_id: str, obs_dim: int, max_steps: int) -> Shaping:
+    """A candidate's SHAPING checked against the schema and the env; ShapingError otherwise."""
+    shaping = _validated(raw, env_id)
     bad = [i for i in shaping.obs_drop if not 0 <= i < obs_dim]
     if bad:
         raise ShapingError(f"SHAPING['obs_drop']: {bad} outside the observation (0..{obs_dim - 1})")

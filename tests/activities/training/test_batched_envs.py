@@ -86,3 +86,51 @@ def test_shaped_termination_and_episode_limits_apply_to_their_copies_only():
     plain, floor, short = ended[0], ended[1], ended[2]
     assert floor[1] and floor[2] < 1.2 and floor[0] < plain[0]  # fell below 1.2 m first
     assert short == (20, False, short[2])  # cut at 20 steps: truncated, not terminated
+
+
+@pytest.mark.parametrize(
+    ("env_id", "band", "shaped_ends_first"),
+    [
+        # Humanoid steps through env.step: relaxed to 0-5 m, its random copies never fall out.
+        ("Humanoid-v5", (0.0, 5.0), False),
+        # Ant steps through a kernel: moved above its starting height, its copies end at once.
+        ("Ant-v5", (0.9, 1.0), True),
+    ],
+)
+def test_a_shaped_healthy_band_moves_termination_for_its_copies_only(
+    env_id: str, band: tuple[float, float], shaped_ends_first: bool
+) -> None:
+    from activities.training.batched.shaping import Shaping
+
+    envs = BatchEnvs(env_id, 4, seed=0)
+    envs.shape(slice(0, 2), Shaping(healthy_z_range=band))
+    envs.reset()
+    rng = np.random.default_rng(0)
+    ended = np.zeros(4, dtype=bool)
+    for _ in range(60):
+        out = envs.step(rng.uniform(-0.4, 0.4, (4, envs.action_space.shape[0])))
+        ended |= out.terminated
+    envs.close()
+    if shaped_ends_first:
+        assert ended[:2].all() and not ended[2:].any()
+    else:
+        assert not ended[:2].any() and ended[2:].all()
+
+
+def test_evaluation_plays_under_a_shaped_healthy_band_and_refuses_one_that_cannot_apply():
+    from activities.runner.baseline_reward import RUN_FORWARD
+    from activities.sandbox.reward_code import RewardLoadError
+    from activities.training.batched.shaping import ShapingError, parse
+    from activities.training.reward_runtime import LocalRewards, load_reward
+    from activities.training.sim import make_env
+
+    source = RUN_FORWARD + "\nSHAPING = {'healthy_z_range': [0.3, 3.0]}\n"
+    shaped = LocalRewards(load_reward(source, "reward.py", guarded=False))
+    # The evaluation env ends episodes where training's did.
+    env = make_env("Humanoid-v5", shaped)
+    assert env.unwrapped._healthy_z_range == (0.3, 3.0)  # type: ignore[attr-defined]
+    env.close()
+    with pytest.raises(RewardLoadError, match="does not end episodes on torso height"):
+        make_env("HalfCheetah-v5", shaped)
+    with pytest.raises(ShapingError, match=r"SHAPING\['healthy_z_range'\]: .*low < high"):
+        parse({"healthy_z_range": [2.0, 1.0]}, "Humanoid-v5", 348, 1000)
