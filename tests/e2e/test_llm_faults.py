@@ -1,6 +1,8 @@
 """Sessions that a normal model answer used to end in failure, through the real workflow and
 workers with the real Anthropic SDK pointed at a local server speaking the Messages API: a
-shaped reward in a one-candidate session, and judge code that fails on a later episode."""
+shaped reward in a one-candidate session, judge code that fails on a later episode, and a
+phased backflip reward with a judge that measures the accumulated turn, written as the
+contracts show them."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 
 from activities.artifacts import ArtifactStore
+from activities.llm.agents.common import PROMPTS
 from tests.builders import FORWARD_REWARD
 from tests.e2e.test_llm_session import llm_session, tools
 from tests.fakes.agents import CRITERIA, JUDGE, agent_of
@@ -28,8 +31,8 @@ LATE_FAILING_JUDGE = JUDGE.replace(
 class Answers:
     """What the model answers each agent; the fixer repairs whichever code it is shown."""
 
-    def __init__(self, reward: str, judge: str) -> None:
-        self.reward, self.judge = reward, judge
+    def __init__(self, reward: str, judge: str, criteria: list[dict] = CRITERIA) -> None:
+        self.reward, self.judge, self.criteria = reward, judge, criteria
         self.agents: list[str] = []
 
     def __call__(self, provider: str, body: dict[str, Any]) -> Reply:
@@ -39,7 +42,7 @@ class Answers:
         agent = agent_of(str(system))
         self.agents.append(agent)
         if agent == "elicitor":
-            return tools([("submit_criteria", {"criteria": CRITERIA})], 900, 200)
+            return tools([("submit_criteria", {"criteria": self.criteria})], 900, 200)
         if agent == "reward_author":
             return tools([("submit_reward", {"code": self.reward, "summary": "v_x"})], 900, 300)
         if agent == "judge_author":
@@ -97,3 +100,52 @@ async def test_judge_code_failing_on_a_later_episode_is_fixed_and_the_session_en
     assert "IndexError" in fixer.user and "passed validation" in fixer.user
     (record,) = result.iterations
     assert record.criteria and all(c.measured for c in record.criteria)
+
+
+def _example(contract: str) -> str:
+    """The complete module a contract shows its author (its first Python block)."""
+    text = (PROMPTS / f"{contract}.md").read_text()
+    return text.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+FLIP_CRITERIA = [
+    {
+        "name": "airborne",
+        "description": "The torso rises for the launch.",
+        "measure": "highest torso height over the episode",
+        "target": 0.9,
+        "direction": "at_least",
+        "unit": "m",
+    },
+    {
+        "name": "backflip",
+        "description": "The torso turns nose-up through a full turn.",
+        "measure": "total nose-up rotation of the torso over the episode",
+        "target": 6.28,
+        "direction": "at_least",
+        "unit": "rad",
+    },
+    {
+        "name": "lands_upright",
+        "description": "It ends on its feet after the turn.",
+        "measure": "final uprightness, counted after the turn",
+        "target": 0.9,
+        "direction": "at_least",
+    },
+]
+
+
+@pytest.mark.slow  # a real session
+async def test_a_phased_backflip_reward_trains_and_the_judge_measures_the_turn(
+    temporal_env, s3, queue_prefix, monkeypatch
+):
+    answers = Answers(_example("reward_contract"), _example("judge_contract"), FLIP_CRITERIA)
+    _, result = await _session(temporal_env, queue_prefix, monkeypatch, answers, eval_max_steps=200)
+    # A few thousand steps learn no backflip: the session ends judged, not failed.
+    assert result.status in ("passed", "not_passed")
+    assert "fixer" not in answers.agents  # the contract's examples run as written
+    (record,) = result.iterations
+    turn = next(c for c in record.criteria if c.name == "backflip")
+    assert turn.measured and turn.unit == "rad" and turn.target == pytest.approx(6.28)
+    summary = json.loads(ArtifactStore().get_text(record.best_run.run_prefix + "summary.json"))
+    assert set(summary["term_means"]) == {"launch", "rotate", "land", "ctrl"}
