@@ -30,8 +30,27 @@ from activities.sandbox.reward_code import LoadedReward, counts_of, load_reward
 _FILES: tuple[str, ...] = ()
 
 
+class StepFault(Exception):
+    """Generated code failed on one step: its blame with that step's inputs, for the fixer."""
+
+
 def _blame(exc: BaseException) -> str:
+    if isinstance(exc, StepFault):
+        return one_line(str(exc))
     return code_error(exc, _FILES) or one_line(f"{type(exc).__name__}: {exc}")
+
+
+def _step_inputs(info: dict[str, Any], action: np.ndarray) -> str:
+    """A failing step's inputs in a few numbers: the info scalars the env reported (the first
+    six by name) and the largest action, so the fixer sees which state broke the code."""
+    scalars = [
+        f"{k}={float(v):.3g}" for k, v in sorted(info.items()) if isinstance(v, float | bool)
+    ][:6]
+    return one_line(
+        f"(on a step with {', '.join(scalars) or 'no info scalars'}, "
+        f"largest |action| {float(np.max(np.abs(action), initial=0.0)):.2f})",
+        200,
+    )
 
 
 class Host:
@@ -117,7 +136,13 @@ class Host:
         rows: list[list[str]] = []
         values: list[list[float]] = []
         for i in range(n):
-            total, terms = single(i)
+            try:
+                total, terms = single(i)
+            except Exception as exc:  # noqa: BLE001 - blamed on the code, with the step's inputs
+                info = {name: float(col[i]) for name, col in arrays.items() if col.ndim == 1}
+                info["episode_start"] = bool(starts[i])
+                inputs = _step_inputs(info, act_all[i])
+                raise StepFault(f"{one_line(_blame(exc), 280)} {inputs}") from None
             totals.append(total)
             rows.append(list(terms))
             values.append(list(terms.values()))

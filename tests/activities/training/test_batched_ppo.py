@@ -353,3 +353,21 @@ def test_batched_and_single_runs_log_the_same_columns_and_term_window(tmp_path: 
         assert got.keys() >= want.keys()
         for t, v in want.items():
             assert got[t] == pytest.approx(v)
+
+
+def test_a_reward_failing_on_a_step_names_that_steps_inputs_for_the_fixer():
+    with SandboxClient() as box:
+        rewards = SandboxRewards(box, FAILS_LATER, "c0.py", strict=False)
+        ppo = BatchedPPO(
+            "InvertedPendulum-v5",
+            [Candidate("c0", rewards, preset_for("InvertedPendulum-v5"))],
+            2048,
+            seed=0,
+        )
+        with pytest.raises(Exception) as info:
+            ppo.learn()
+        ppo.close()
+    # Where it failed, and on what: the step's info scalars and its action.
+    message = str(info.value)
+    assert "c0.py line 11: ZeroDivisionError" in message
+    assert "(on a step with " in message and "largest |action|" in message
