@@ -37,6 +37,7 @@ class TimePlan:
         self.cap = ppo.timesteps
         self.planned: int | None = None
         self.rate = 0.0
+        self.overran = False  # stopped before the plan: training ran past its time by a tenth
 
     def after_update(self, elapsed: float) -> None:
         p = self.ppo
@@ -56,8 +57,8 @@ class TimePlan:
                     "seconds": self.seconds,
                 }
             )
-        if elapsed > 1.1 * self.seconds:
-            p.stopped = True
+        if elapsed > 1.1 * self.seconds and not p.stopped:
+            p.stopped = self.overran = True
 
     def record(self) -> dict[str, Any]:
         return {
@@ -65,6 +66,7 @@ class TimePlan:
             "steps_per_second": round(self.rate, 1),
             "planned_timesteps": self.planned,
             "cap": self.cap,
+            "overran": self.overran,
         }
 
 

@@ -274,9 +274,14 @@ def test_a_time_budget_plans_the_steps_from_the_measured_speed(tmp_path: Path):
     [planned] = [e for e in events if e.get("event") == "planned"]
     plan = summary["time_plan"]
     assert plan["planned_timesteps"] == planned["timesteps"] < cap and plan["steps_per_second"] > 0
-    # The run trained what it planned, in whole updates, and its budget is the plan.
-    assert summary["timesteps_done"] == summary["timesteps"] == planned["timesteps"]
+    # The run trained what it planned, in whole updates, and its budget is the plan (or, on a
+    # machine that slowed down after planning, stopped at a tenth over its time and says so).
+    assert summary["timesteps"] == planned["timesteps"]
     assert summary["timesteps_done"] % 512 == 0
+    if plan["overran"]:
+        assert summary["timesteps_done"] < planned["timesteps"]
+        return
+    assert summary["timesteps_done"] == planned["timesteps"]
     # The evaluation checkpoints moved with the plan: all four, the last at its end.
     kept = [e for e in events if e.get("event") == "eval_checkpoint"]
     assert [e["pct"] for e in kept] == [25, 50, 75, 100]
