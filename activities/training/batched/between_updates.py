@@ -57,7 +57,8 @@ class TimePlan:
                     "seconds": self.seconds,
                 }
             )
-        if elapsed > 1.1 * self.seconds and not p.stopped:
+        # The update that reached the plan is not an overrun, however late it ended.
+        if elapsed > 1.1 * self.seconds and not p.stopped and p.steps_done < p.timesteps:
             p.stopped = self.overran = True
 
     def record(self) -> dict[str, Any]:
