@@ -233,6 +233,8 @@ def _state(m: Any, labels: list[str]) -> tuple[list[StateEntry], list[StateEntry
         if kind == "free":
             pos = [f"{body} {c} position (world)" for c in "xy"] + [f"{body} z = height (world)"]
             quat = [f"{body} orientation quaternion {c} (world)" for c in "wxyz"]
+            # Unlike a planar root's angle, a quaternion comes back after a full turn.
+            quat[0] += "; it repeats every full turn: count flips and spins with P.total_rotation"
             lin = [f"{body} {c} velocity (world)" for c in "xyz"]
             ang = [f"{body} angular velocity about its local {c} axis" for c in "xyz"]
             pm, vm = pos + quat, lin + ang

@@ -17,6 +17,7 @@ import numpy as np
 
 from activities.behaviours.sensors import BodySensors
 from activities.sandbox.client import Transition
+from activities.training.phase_clock import PhaseClock, policy_obs
 
 if TYPE_CHECKING:
     from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
@@ -147,6 +148,9 @@ class TransitionTap(gym.Wrapper):
         super().__init__(env)
         self.last_obs: np.ndarray | None = None
         self._episode_start = True
+        # The reward's phase and clock (SHAPING; phase_clock.py), tracked as training tracks
+        # them: the reward reads them in info, the policy as inputs (`policy_obs`).
+        self.clock: PhaseClock | None = None
         mj = cast("MujocoEnv", env.unwrapped)  # every env here is a MuJoCo env
         self._data = mj.data
         # Foot and knee readings (activities/behaviours/sensors.py), when asked for and the
@@ -160,6 +164,8 @@ class TransitionTap(gym.Wrapper):
         obs, info = self.env.reset(**kwargs)
         self.last_obs = obs
         self._episode_start = True
+        if self.clock is not None:
+            self.clock.reset()
         return obs, info
 
     def step(self, action):
@@ -172,7 +178,14 @@ class TransitionTap(gym.Wrapper):
         if self._sensors is not None:
             info.update(self._sensors.read(self._data))
         info["env_reward"] = float(env_reward)
+        if self.clock is not None:
+            data = {k: np.asarray(v)[None] for k, v in info.items() if k != "_episode_start"}
+            info.update({k: float(v[0]) for k, v in self.clock.advance(data).items()})
         return obs, env_reward, terminated, truncated, info
+
+    def policy_obs(self, obs: np.ndarray) -> np.ndarray:
+        """What the policy acts on: `obs`, then the phase and clock inputs when it has them."""
+        return policy_obs(obs, self.clock)
 
     def transition(self, rid: int, action: Any, obs: np.ndarray, info: dict) -> Transition:
         """The step just taken as the reward sees it; then `obs` becomes the previous one."""

@@ -14,6 +14,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from activities.behaviours.layout import SENSOR_KEYS
 from activities.training import policy_io
 from activities.training.evaluation import deterministic_act
+from activities.training.phase_clock import model_inputs
 from activities.training.reward_runtime import LoadedReward, Rewards
 from activities.training.run_spec import EvalJob
 from activities.training.sim import make_env, scalar_info
@@ -40,10 +41,12 @@ def play_evaluation(
     try:
         # The raw env is stepped directly (raw obs for the trajectory); VecNormalize only
         # normalises the policy's input with the statistics frozen at the end of training.
-        vecnorm = policy_io.load_vecnormalize(job.vecnormalize_path, DummyVecEnv([lambda: env]))
+        model = load_model(job.algo, job.model_path)
+        declared = DummyVecEnv([lambda: model_inputs(env, model)])
+        vecnorm = policy_io.load_vecnormalize(job.vecnormalize_path, declared)
         vecnorm.training = False
         vecnorm.norm_reward = False
-        act = deterministic_act(load_model(job.algo, job.model_path), vecnorm)
+        act = deterministic_act(model, vecnorm)
         arrays, stats = collect(env, act, job.seed, job.max_steps)
     finally:
         env.close()
@@ -185,7 +188,7 @@ def collect(
         writer.add(env.render())
     with env.deferred() as scored:
         for t in range(_limit(env, max_steps)):
-            action = act(obs)
+            action = act(env.policy_obs(obs))
             step = env.step(action)
             done = episode.record(obs, action, step)
             obs = step[0]
@@ -213,7 +216,7 @@ def collect_many(
         for _ in range(_limit(envs[0], max_steps)):
             if not live:
                 break
-            actions = act(np.stack([obs[i] for i in live]))
+            actions = act(np.stack([envs[i].policy_obs(obs[i]) for i in live]))
             still = []
             for i, action in zip(live, actions, strict=True):
                 step = envs[i].step(action)

@@ -31,6 +31,7 @@ from activities.sandbox.reward_code import RewardLoadError
 from activities.training import policy_io
 from activities.training.eval_checkpoints import HANDOFF, checkpoint_folder, keep_checkpoint
 from activities.training.evaluation import deterministic_act
+from activities.training.phase_clock import model_inputs
 from activities.training.reward_runtime import Rewards
 from activities.training.rollout import (
     evaluation_figures,
@@ -178,10 +179,12 @@ def _keep(req: ChildRequest, reward: Rewards, watch: Path, marker: dict[str, Any
 def saved_policy(req: ChildRequest, folder: Path) -> Callable[[Any], Any]:
     """The deterministic action of the policy saved in `folder`, through its saved statistics."""
     env = make_env(req.env_id, None, req.env_kwargs)
-    vecnorm = policy_io.load_vecnormalize(folder / VECNORMALIZE, DummyVecEnv([lambda: env]))
+    model = load_model(req.algo, folder / MODEL)
+    declared = DummyVecEnv([lambda: model_inputs(env, model)])
+    vecnorm = policy_io.load_vecnormalize(folder / VECNORMALIZE, declared)
     vecnorm.training = False
     vecnorm.norm_reward = False
-    return deterministic_act(load_model(req.algo, folder / MODEL), vecnorm)
+    return deterministic_act(model, vecnorm)
 
 
 def _final(

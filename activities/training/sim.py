@@ -10,6 +10,7 @@ import numpy as np
 from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
 
 from activities.envs.quiet import quiet_mujoco
+from activities.training.phase_clock import PhaseClock
 from activities.training.reward_runtime import LoadedReward, Rewards, RewardWrapper
 
 # Half-size of the drawn floor in evaluation videos: 1000 steps at 8 m/s stay on it.
@@ -73,7 +74,11 @@ def make_env(
         model.vis.quality.numstacks = min(int(model.vis.quality.numstacks), 8)
         if env_id in TRACKING_CAMERA:
             _extend_floor(mujoco_env(env).model)
-    return RewardWrapper(env, reward) if reward is not None else env
+    if reward is None:
+        return env
+    wrapped = RewardWrapper(env, reward)
+    wrapped.clock = _phase_clock(env_id, reward, env)
+    return wrapped
 
 
 def mujoco_env(env: gym.Env) -> MujocoEnv:
@@ -114,6 +119,14 @@ def scalar_info(info: dict[str, Any]) -> dict[str, float]:
         ):
             out[key] = float(value)
     return out
+
+
+def _phase_clock(env_id: str, reward: Rewards | LoadedReward, env: gym.Env) -> PhaseClock | None:
+    """The phase and clock a reward's SHAPING asks for, counted as training counts them."""
+    from activities.training.batched.shaping import evaluation_clock
+
+    limit = int(env.spec.max_episode_steps or 0) if env.spec is not None else 0
+    return evaluation_clock(getattr(reward, "shaping", None), env_id, limit)
 
 
 def _termination(env_id: str, reward: Rewards | LoadedReward) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import pytest
 
 from activities.artifacts import ArtifactStore
 from activities.llm.agents.common import PROMPTS
+from activities.training.policy_meta import read_meta
 from tests.builders import FORWARD_REWARD
 from tests.e2e.test_llm_session import llm_session, tools
 from tests.fakes.agents import CRITERIA, JUDGE, agent_of
@@ -137,7 +138,7 @@ FLIP_CRITERIA = [
 
 @pytest.mark.slow  # a real session
 async def test_a_phased_backflip_reward_trains_and_the_judge_measures_the_turn(
-    temporal_env, s3, queue_prefix, monkeypatch
+    temporal_env, s3, queue_prefix, monkeypatch, tmp_path
 ):
     answers = Answers(_example("reward_contract"), _example("judge_contract"), FLIP_CRITERIA)
     _, result = await _session(temporal_env, queue_prefix, monkeypatch, answers, eval_max_steps=200)
@@ -148,4 +149,9 @@ async def test_a_phased_backflip_reward_trains_and_the_judge_measures_the_turn(
     turn = next(c for c in record.criteria if c.name == "backflip")
     assert turn.measured and turn.unit == "rad" and turn.target == pytest.approx(6.28)
     summary = json.loads(ArtifactStore().get_text(record.best_run.run_prefix + "summary.json"))
-    assert set(summary["term_means"]) == {"launch", "rotate", "land", "ctrl"}
+    assert set(summary["term_means"]) == {"crouch", "launch", "rotate", "land", "ctrl"}
+    # The phase the trusted side kept was the policy's input too: the saved model takes the
+    # env's 17 observations and the phase.
+    model = tmp_path / "model.zip"
+    model.write_bytes(ArtifactStore().get_bytes(record.best_run.run_prefix + "model.zip"))
+    assert read_meta(model)["observation_space"].shape == (18,)

@@ -26,9 +26,16 @@ def evaluate_candidates(ppo: BatchedPPO, seed: int, envs: BatchEnvs | None = Non
     returns = np.zeros(k)
     lengths = np.zeros(k, dtype=np.int64)
     running = np.ones(k, dtype=bool)
+    # Each candidate's phase and clock, tracked on its one evaluation env as in training.
+    clocks = [s.phase_clock(envs.env_id, 1, envs.max_steps) for s in ppo.shapings]
+    extras = np.zeros((k, 1, ppo.extra), dtype=np.float32)
     while running.any():
-        actions = ppo.deterministic_actions(obs[:, None, :])[:, 0]
+        actions = ppo.deterministic_actions(obs[:, None, :], extras)[:, 0]
         out = envs.step(actions)
+        for c, clock in enumerate(clocks):
+            if clock is not None:
+                clock.advance({key: col[c : c + 1] for key, col in out.info.items()})
+                extras[c, :, : clock.width] = clock.features()
         returns += np.where(running, out.env_reward, 0.0)
         lengths += running
         running &= ~(out.terminated | out.truncated)

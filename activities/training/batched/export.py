@@ -24,6 +24,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from torch import nn
 
 from activities.training.batched.policy import StackedMLP
+from activities.training.phase_clock import with_inputs
 from activities.training.policy_io import save_policy
 from activities.training.ppo import build_model
 from activities.training.sim import make_env
@@ -33,9 +34,10 @@ if TYPE_CHECKING:
 
 
 def _copy(stacked: StackedMLP, k: int, layers: list[nn.Linear], inputs: torch.Tensor) -> None:
-    """Candidate k's layers into SB3's, its first layer's input rows times `inputs`."""
+    """Candidate k's layers into SB3's, its first layer's input rows times `inputs` (the rows
+    past `inputs`, other candidates' padding, left out)."""
     for i, (w, b, linear) in enumerate(zip(stacked.weights, stacked.biases, layers, strict=True)):
-        weight = w[k] * inputs[:, None] if i == 0 else w[k]
+        weight = w[k][: len(inputs)] * inputs[:, None] if i == 0 else w[k]
         linear.weight.copy_(weight.T)
         linear.bias.copy_(b[k, 0])
 
@@ -46,20 +48,21 @@ def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
     own observations and actions."""
     env_id = ppo.envs.env_id
     preset = ppo.presets[k]
+    shaping = ppo.shapings[k]
+    width = ppo.obs_dim + shaping.observes  # the env's observation, then phase and clock
     venv = VecNormalize(
-        DummyVecEnv([lambda: make_env(env_id, None)]),
+        DummyVecEnv([lambda: with_inputs(make_env(env_id, None), shaping.observes)]),
         norm_obs=preset.norm_obs,
         norm_reward=preset.norm_reward,
         clip_obs=preset.clip_obs,
         gamma=preset.gamma,
     )
     norm = ppo.norm
-    shaping = ppo.shapings[k]
     scale = shaping.obs_scale
     # The policy saw normalise(scale * obs): the same statistics in the env's own units.
     obs_rms = cast(RunningMeanStd, venv.obs_rms)  # a Box observation space: one statistic
-    obs_rms.mean = norm.obs_rms.mean[k] / scale
-    obs_rms.var = norm.obs_rms.var[k] / scale**2
+    obs_rms.mean = norm.obs_rms.mean[k][:width] / scale
+    obs_rms.var = norm.obs_rms.var[k][:width] / scale**2
     obs_rms.count = float(norm.obs_rms.count[k])
     venv.ret_rms.mean = np.asarray(norm.ret_rms.mean[k])
     venv.ret_rms.var = np.asarray(norm.ret_rms.var[k])
@@ -74,7 +77,8 @@ def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
         pi = [m for m in extractor.policy_net if isinstance(m, nn.Linear)]
         vf = [m for m in extractor.value_net if isinstance(m, nn.Linear)]
         # Dropped inputs get zero weights; without normalisation the scale goes there too.
-        inputs = torch.as_tensor(shaping.keep_mask(ppo.obs_dim), dtype=torch.float32)
+        keep = np.concatenate([shaping.keep_mask(ppo.obs_dim), np.ones(shaping.observes)])
+        inputs = torch.as_tensor(keep, dtype=torch.float32)
         if not preset.norm_obs:
             inputs = inputs * scale
         action_net = cast(nn.Linear, policy.action_net)

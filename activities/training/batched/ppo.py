@@ -133,9 +133,18 @@ class BatchedPPO:
         ]
         for k, shaping in enumerate(self.shapings):
             self.envs.shape(slice(k * self.e, (k + 1) * self.e), shaping)
+        # Phase and clock inputs (phase_clock.py): each candidate's tracked on its own envs, the
+        # stacked input padded to the widest (padding masked off like a dropped input).
+        self.clocks = [s.phase_clock(env_id, self.e, self.envs.max_steps) for s in self.shapings]
+        self.extra = max(s.observes for s in self.shapings)
+        self.in_dim = self.obs_dim + self.extra
         self.obs_scale = np.array([s.obs_scale for s in self.shapings]).reshape(-1, 1, 1)
-        self.obs_mask = np.stack([s.keep_mask(self.obs_dim) for s in self.shapings])[:, None]
-        self.obs_mask = self.obs_mask.astype(np.float32)
+        self.obs_mask = np.stack(
+            [
+                np.concatenate([s.keep_mask(self.obs_dim), np.arange(self.extra) < s.observes])
+                for s in self.shapings
+            ]
+        )[:, None].astype(np.float32)
         self.action_scale = np.array([s.action_scale for s in self.shapings]).reshape(-1, 1, 1)
         space = self.envs.action_space
         self.action_centre = (space.high + space.low) / 2
@@ -151,7 +160,7 @@ class BatchedPPO:
         self.norm = StackedNormalizer(
             self.k,
             self.e,
-            (self.obs_dim,),
+            (self.in_dim,),
             self.gamma,
             norm_obs=bool(shape["norm_obs"]),
             norm_reward=bool(shape["norm_reward"]),
@@ -159,7 +168,7 @@ class BatchedPPO:
         )
         self.policy = StackedActorCritic(
             self.k,
-            self.obs_dim,
+            self.in_dim,
             self.act_dim,
             tuple(shape["net_arch"]),
             str(shape["activation"]),
@@ -178,7 +187,8 @@ class BatchedPPO:
         self._ep_ret = np.zeros((self.k, self.e))
         self._ep_env_ret = np.zeros((self.k, self.e))
         self._ep_len = np.zeros((self.k, self.e), dtype=np.int64)
-        self.obs_n = self._policy_obs(self._grouped(self.envs.reset()), update=True)
+        first = self._grouped(self.envs.reset())
+        self.obs_n = self._policy_obs(self._with_extras(first, self._features()), update=True)
         self.starts = np.ones((self.k, self.e), dtype=bool)
         # Where the time goes: the rollout (of which physics and the policy's forward passes),
         # the reward's sandbox calls, the update.
@@ -190,9 +200,46 @@ class BatchedPPO:
         """(K*E, ...) -> (K, E, ...)."""
         return x.reshape(self.k, self.e, *x.shape[1:])
 
+    def _features(self) -> np.ndarray:
+        """Every candidate's phase and clock inputs now, (K, E, extra), zero-padded."""
+        out = np.zeros((self.k, self.e, self.extra), dtype=np.float32)
+        for k, clock in enumerate(self.clocks):
+            if clock is not None:
+                out[k, :, : clock.width] = clock.features()
+        return out
+
+    def _with_extras(self, raw: np.ndarray, extras: np.ndarray) -> np.ndarray:
+        """Raw (K, B, d) observations followed by their (K, B, extra) phase and clock inputs."""
+        return np.concatenate([raw, extras], axis=-1) if self.extra else raw
+
+    def _track(self, out: Transitions) -> tuple[np.ndarray, np.ndarray]:
+        """Advance the phase and clock trackers by the step `out`, adding what the reward reads
+        (info "phase", "turn", "clock"; zeros for candidates without them) to its info; the
+        inputs for the step's last observation and for the observation acted on next (the
+        finished episodes' trackers restarted)."""
+        if not self.extra:
+            empty = np.zeros((self.k, self.e, 0), dtype=np.float32)
+            return empty, empty
+        done = self._grouped(out.terminated | out.truncated)
+        columns: dict[str, np.ndarray] = {}
+        for k, clock in enumerate(self.clocks):
+            if clock is None:
+                continue
+            rows = slice(k * self.e, (k + 1) * self.e)
+            data = {key: col[rows] for key, col in out.info.items()}
+            for key, col in clock.advance(data).items():
+                columns.setdefault(key, np.zeros(self.k * self.e))[rows] = col
+        final = self._features()
+        for k, clock in enumerate(self.clocks):
+            if clock is not None:
+                clock.reset(done[k])
+        out.info.update(columns)
+        return final, self._features()
+
     def _policy_obs(self, raw: np.ndarray, update: bool = False) -> np.ndarray:
-        """Raw (K, B, d) observations as each policy sees them: scaled, normalised (the
-        statistics updated first when `update`), dropped inputs zeroed."""
+        """Raw (K, B, in_dim) inputs (the observation, then the phase and clock) as each
+        policy sees them: scaled, normalised (the statistics updated first when `update`),
+        dropped inputs zeroed."""
         x = raw * self.obs_scale
         normed = self.norm.observe(x) if update else self.norm.normalize(x)
         return normed * self.obs_mask
@@ -233,7 +280,7 @@ class BatchedPPO:
 
     def _rollout(self) -> dict[str, Any]:
         k, e, t = self.k, self.e, self.t
-        obs = np.zeros((t, k, e, self.obs_dim), dtype=np.float32)
+        obs = np.zeros((t, k, e, self.in_dim), dtype=np.float32)
         actions = np.zeros((t, k, e, self.act_dim), dtype=np.float32)
         logp = np.zeros((t, k, e), dtype=np.float32)
         values = np.zeros((t, k, e), dtype=np.float32)
@@ -250,17 +297,19 @@ class BatchedPPO:
                 a = act.numpy()
                 self.seconds["policy"] += time.perf_counter() - started
                 out = self.envs.step(self.env_actions(a).reshape(k * e, -1))
+                final, extras = self._track(out)
                 transitions.append(out)
                 obs[step], actions[step], logp[step], values[step] = self.obs_n, a, lp, val
                 starts[step] = self.starts
                 term, trunc = self._grouped(out.terminated), self._grouped(out.truncated)
                 done = term | trunc
                 dones[step] = done
-                self.obs_n = self._policy_obs(self._grouped(self.envs.obs), update=True)
+                current = self._with_extras(self._grouped(self.envs.obs), extras)
+                self.obs_n = self._policy_obs(current, update=True)
                 if trunc.any():
                     # A time limit is not the end of the task: bootstrap from the value of the
                     # last observation, as SB3 does for TimeLimit.truncated.
-                    last = self._policy_obs(self._grouped(out.next_obs))
+                    last = self._policy_obs(self._with_extras(self._grouped(out.next_obs), final))
                     v = self.policy.value(torch.from_numpy(last)).numpy()
                     bootstrap[step] = np.where(trunc, gamma * v, 0.0)
                 self.starts = done
@@ -464,10 +513,17 @@ class BatchedPPO:
 
     # --- results ------------------------------------------------------------------------------
 
-    def deterministic_actions(self, obs: np.ndarray) -> np.ndarray:
-        """Each candidate's mean action for raw (K, B, d) observations (statistics frozen)."""
+    def deterministic_actions(
+        self, obs: np.ndarray, extras: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Each candidate's mean action for raw (K, B, d) observations and their (K, B, extra)
+        phase and clock inputs (statistics frozen)."""
+        if extras is None:
+            extras = np.zeros((*obs.shape[:2], self.extra), dtype=np.float32)
         with torch.no_grad():
-            x = torch.from_numpy(self._policy_obs(obs))
+            x = torch.from_numpy(
+                self._policy_obs(self._with_extras(obs, extras)).astype(np.float32)
+            )
             mean = self.policy.actor(x).numpy()
         space = self.envs.action_space
         return np.clip(self.env_actions(mean), space.low, space.high)

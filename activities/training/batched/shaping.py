@@ -19,7 +19,9 @@ the export folds them into the plain SB3 model (`export.py`): dropped inputs get
 the normaliser's statistics are rescaled, the action layer and log std are scaled. The saved
 model acts on the env's own observations and actions with no adapter, and evaluation and the
 judge see the behaviour in the unshaped env (its own reset and termination), so scores stay
-comparable across candidates. The exception is `healthy_z_range`: it changes what the episode
+comparable across candidates. `phases` and `clock` add inputs that no env has: the saved model
+takes the env's observation followed by them, and every rollout of it here appends them
+(`phase_clock.policy_obs`). The other exception is `healthy_z_range`: it changes what the episode
 is (a jump above the env's band would otherwise end it), so evaluation plays under it too
 (`termination_kwargs`, read by `sim.make_env`). Action clipping and repeat are not offered:
 neither folds into a plain SB3 policy.
@@ -34,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from activities.behaviours.layout import LAYOUTS
 from activities.envs.catalog import facts
+from activities.training.phase_clock import MAX_PHASES, Phase, PhaseClock, check_phases
 
 MAX_HEALTHY_Z = 5.0  # metres: the highest torso band a SHAPING may set
 
@@ -50,6 +53,8 @@ class Shaping(BaseModel):
     max_episode_steps: int | None = Field(default=None, ge=10)
     min_height: float | None = Field(default=None, ge=0.0, le=5.0)
     healthy_z_range: tuple[float, float] | None = None
+    phases: tuple[Phase, ...] = Field(default=(), max_length=MAX_PHASES)
+    clock: bool = False
 
     @field_validator("healthy_z_range")
     @classmethod
@@ -57,6 +62,19 @@ class Shaping(BaseModel):
         if band is not None and not 0.0 <= band[0] < band[1] <= MAX_HEALTHY_Z:
             raise ValueError(f"needs 0 <= low < high <= {MAX_HEALTHY_Z:g} metres (got {band})")
         return band
+
+    @property
+    def observes(self) -> int:
+        """How many inputs it adds to the policy's observation (phase, clock)."""
+        return int(bool(self.phases)) + int(self.clock)
+
+    def phase_clock(self, env_id: str, n: int, env_limit: int) -> PhaseClock | None:
+        """The trackers of its phases and clock for `n` copies (None when it adds no input);
+        the clock counts against the training episode's length."""
+        if not self.observes:
+            return None
+        limit = self.max_episode_steps or env_limit
+        return PhaseClock(env_id, self.phases, self.clock, n, limit, facts(env_id).dt)
 
     @property
     def empty(self) -> bool:
@@ -86,11 +104,20 @@ def _validated(raw: Any, env_id: str) -> Shaping:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"][:1]) or "SHAPING"
         raise ShapingError(f"SHAPING[{where!r}]: {err['msg']}") from None
+    why = check_phases(shaping.phases, env_id)
+    if why is not None:
+        raise ShapingError(f"SHAPING['phases']: {why}")
     if shaping.healthy_z_range is not None and facts(env_id).healthy_z is None:
         raise ShapingError(
             f"SHAPING['healthy_z_range']: {env_id} does not end episodes on torso height"
         )
     return shaping
+
+
+def evaluation_clock(raw: Any, env_id: str, env_limit: int) -> PhaseClock | None:
+    """The phase and clock trackers a single evaluation env keeps for SHAPING (None without
+    `phases` or `clock`), counting as training did."""
+    return _validated(raw, env_id).phase_clock(env_id, 1, env_limit)
 
 
 def termination_kwargs(raw: Any, env_id: str) -> dict[str, Any]:

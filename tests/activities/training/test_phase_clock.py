@@ -1,0 +1,135 @@
+"""Phase and clock inputs (SHAPING's `phases` and `clock`): kept by the trusted side, read by the
+reward in info, seen by the policy in training and in every rollout of the saved model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from activities.runner.baseline_reward import RUN_FORWARD
+from activities.training.batched.export import save_candidate
+from activities.training.batched.ppo import BatchedPPO, Candidate
+from activities.training.batched.shaping import ShapingError, parse
+from activities.training.evaluation import deterministic_act
+from activities.training.phase_clock import Phase, PhaseClock, model_inputs
+from activities.training.policy_io import load_vecnormalize
+from activities.training.presets import preset_for
+from activities.training.reward_runtime import LocalRewards, load_reward
+from activities.training.rollout import collect, load_model
+from activities.training.sim import make_env
+
+# Pays the phase the step ended in: 0 for the first half second, then 1.
+PHASED = """
+class PaysThePhase(RewardFunction):
+    def compute(self, obs, action, next_obs, info):
+        phase = float(info["phase"])
+        return phase, {"phase": phase, "clock": 0.0 * float(info["clock"])}
+
+    @property
+    def latex(self):
+        return r"r = \\phi"
+
+    @property
+    def terms(self):
+        return ["phase", "clock"]
+
+
+SHAPING = {
+    "phases": [{"name": "wait", "until": "time", "above": 0.5}, {"name": "go"}],
+    "clock": True,
+}
+"""
+
+
+def _local(source: str) -> LocalRewards:
+    return LocalRewards(load_reward(source, "reward.py", guarded=False))
+
+
+def test_phases_advance_on_their_measures_one_at_a_time_and_restart():
+    phases = (
+        Phase(until="height", above=1.0),
+        Phase(until="turn", above=1.0),
+        Phase(until="time", above=0.05),
+        Phase(name="land"),
+    )
+    clock = PhaseClock("Hopper-v5", phases, True, 2, limit=100, dt=0.008)  # Hopper's dt
+    qpos, qvel = np.zeros((2, 6)), np.zeros((2, 6))
+    qpos[:, 1] = [1.2, 0.5]  # copy 0 is high, copy 1 is not
+    qvel[:, 2] = -100.0  # nose up at 100 rad/s: 0.8 rad a step
+    seen = [clock.advance({"qpos": qpos, "qvel": qvel})["phase"].tolist() for _ in range(3)]
+    # One phase per step at most: copy 0 rises, then turns (1.6 rad after two steps); the
+    # third waits for its time.
+    assert seen == [[1, 0], [2, 0], [2, 0]]
+    np.testing.assert_allclose(clock.turn, [2.4, 2.4])
+    assert clock.features().tolist() == [[2 / 3, 0.03], [0.0, 0.03]]
+    clock.reset(np.array([True, False]))
+    assert clock.phase.tolist() == [0, 0] and clock.steps.tolist() == [0, 3]
+
+
+@pytest.mark.parametrize(
+    ("phases", "why"),
+    [
+        ([{"until": "height", "above": 0.5}], "2 to 8 phases"),
+        ([{"name": "a"}, {"name": "b"}], "every phase but the last needs `until`"),
+        ([{"until": "time", "above": 1}, {"until": "time", "above": 2}], "drop its `until`"),
+        ([{"until": "time"}, {}], "exactly one of above/below"),
+        ([{"until": "height", "above": 0.5}, {}], "no torso height"),
+        ([{"until": "spin", "above": 0.5}, {}], "phases"),
+    ],
+)
+def test_phases_that_cannot_apply_are_refused_naming_the_field(phases: list, why: str):
+    env = "Reacher-v5" if why == "no torso height" else "HalfCheetah-v5"
+    with pytest.raises(ShapingError, match="SHAPING\\['phases'\\]") as caught:
+        parse({"phases": phases}, env, 17, 1000)
+    assert why in str(caught.value)
+
+
+def test_a_phased_candidate_trains_beside_a_plain_one_and_its_saved_policy_sees_the_phase(
+    tmp_path: Path,
+):
+    preset = preset_for("HalfCheetah-v5")
+    cands = [
+        Candidate("phased", _local(PHASED), preset),
+        Candidate("plain", _local(RUN_FORWARD), preset),
+    ]
+    ppo = BatchedPPO("HalfCheetah-v5", cands, 2 * preset.n_steps * preset.n_envs, seed=3)
+    assert ppo.in_dim == ppo.obs_dim + 2
+    ppo.learn()
+    phased, plain = ppo.stats
+    # The reward read the trusted phase: 0 for the first ten steps of each episode, then 1.
+    steps = 2 * preset.n_steps  # per env, all within the first 1,000-step episode
+    assert phased.term_sums["phase"] / phased.transitions == pytest.approx((steps - 10) / steps)
+    assert "phase" not in plain.rollout_terms
+
+    save_candidate(ppo, 0, tmp_path / "phased")
+    save_candidate(ppo, 1, tmp_path / "plain")
+    model = load_model("ppo", tmp_path / "phased" / "model.zip")
+    assert model.observation_space.shape == (ppo.obs_dim + 2,)
+    assert load_model("ppo", tmp_path / "plain" / "model.zip").observation_space.shape == (
+        ppo.obs_dim,
+    )
+    # The saved policy, given the env's observation and the phase and clock, acts as trained.
+    env = make_env("HalfCheetah-v5", _local(PHASED))
+    venv = load_vecnormalize(
+        tmp_path / "phased" / "vecnormalize.npz", DummyVecEnv([lambda: model_inputs(env, model)])
+    )
+    act = deterministic_act(model, venv)
+    obs = np.array([env.reset(seed=s)[0] for s in range(4)])
+    extras = np.array([[0.0, 0.0], [1.0, 0.5], [0.0, 0.2], [1.0, 0.9]])
+    batched = ppo.deterministic_actions(np.stack([obs, obs]), np.stack([extras, np.zeros((4, 2))]))[
+        0
+    ]
+    np.testing.assert_allclose(act(np.concatenate([obs, extras], axis=1)), batched, atol=1e-4)
+
+    # An evaluation episode tracks them as training did; the trajectory keeps them for the judge.
+    arrays, stats = collect(env, act, seed=0, max_steps=40)
+    env.close()
+    ppo.close()
+    assert stats["episode_length"] == 40
+    assert arrays["obs"].shape[1] == ppo.obs_dim  # the env's own observation, as the judge reads
+    assert arrays["info_phase"].tolist() == [0.0] * 10 + [1.0] * 30
+    np.testing.assert_allclose(arrays["info_clock"], np.arange(1, 41) / 1000)
+    assert arrays["reward"].sum() == 30.0
