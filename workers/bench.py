@@ -19,11 +19,13 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, Wor
 
 from workers.client import connect
 from workers.input_checks import exit_on, model_errors
+from workers.render import literal, say
 from workers.sessions import failure_reason
 from workers.settings import Settings
 from workflows.benchmark import BenchmarkWorkflow
 from workflows.contracts.benchmark import BenchmarkInput, BenchmarkStatus, GroupStats, suite
 from workflows.contracts.queues import task_queue
+from workflows.contracts.shown import shown
 
 
 def benchmark_id_for(name: str) -> str:
@@ -159,7 +161,7 @@ def print_table(result: BenchmarkStatus, console: Console) -> None:
         ("env", result.by_env),
     ):
         for name, s in stats.items():
-            table.add_row(group, name or "-", *_cells(s))
+            table.add_row(group, literal(name or "-"), *_cells(s))
     console.print(table)
     cases = Table(title="cases")
     for column in ("#", "env", "instruction", "status", "best", "iterations", "wall"):
@@ -168,7 +170,7 @@ def print_table(result: BenchmarkStatus, console: Console) -> None:
         cases.add_row(
             str(c.index),
             c.env_id,
-            c.instruction,
+            literal(c.instruction),
             c.status.replace("_", " "),
             "-" if c.best_score is None else f"{c.best_score:.2f}",
             str(c.iterations),
@@ -177,9 +179,9 @@ def print_table(result: BenchmarkStatus, console: Console) -> None:
     console.print(cases)
     for c in result.cases:
         if c.error:
-            console.print(f"case {c.index}: {c.error}")
-    settings = ", ".join(f"{k} {v}" for k, v in result.settings.items())
-    console.print(f"settings: {settings}; wall {result.wall_seconds or 0:.0f} s")
+            say(console, f"case {c.index}: {shown(c.error)}")
+    settings = ", ".join(f"{k} {shown(v)}" for k, v in result.settings.items())
+    say(console, f"settings: {settings}; wall {result.wall_seconds or 0:.0f} s")
     if result.result_key:
         console.print(f"result JSON: s3://{_bucket()}/{result.result_key}")
 

@@ -319,7 +319,9 @@ def _main(argv: list[str] | None) -> None:
             from workers.sessions import SteeringRefused
 
             try:
-                print(asyncio.run(_steering_update(args)))
+                from workflows.contracts.shown import shown
+
+                print(shown(asyncio.run(_steering_update(args))))
             except SteeringRefused as exc:
                 raise SystemExit(f"error: {exc}") from None
         elif args.command == "bench":

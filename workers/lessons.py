@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workflows.contracts.keys import lesson_key
+from workflows.contracts.shown import shown
 
 if TYPE_CHECKING:
     from activities.artifacts import ArtifactStore
@@ -68,14 +69,16 @@ def _run(args: argparse.Namespace, store: ArtifactStore | None) -> None:
         for env_id, behaviour in found:
             lesson = lessons.parse(env_id, behaviour, store.get_text(lesson_key(env_id, behaviour)))
             passed = sum(e.passed for e in lesson.entries)
-            print(f"{env_id:26} {behaviour:40} {len(lesson.entries)} sessions, {passed} passed")
+            name = shown(behaviour)
+            print(f"{env_id:26} {name:40} {len(lesson.entries)} sessions, {passed} passed")
         return
     env_id, behaviour = _key(args)
     key = lesson_key(env_id, behaviour)
     if not store.exists(key):
         raise SystemExit(f"error: no lesson {env_id} {behaviour} (see `policyforge lessons`)")
     if args.action == "show":
-        print(store.get_text(key), end="")
+        # Diagnoses and notes in it came from a model: its lines are kept, each one shown.
+        print("\n".join(shown(line) for line in store.get_text(key).split("\n")), end="")
     elif args.action == "delete":
         store.delete(key)
         print(f"deleted s3://{store.bucket}/{key}")

@@ -2,7 +2,9 @@
 `bench-sandbox` and `bench-train`.
 
 Each checks its arguments (one-line errors), calls the work in `workers/local/`, and prints
-what came back; the benches end with one JSON line for scripts.
+what came back; the benches end with one JSON line for scripts. What the sandbox sends back
+(term and criteria names, the judge's diagnosis, errors that quote the code) is generated text:
+printed through `shown`, never as markup (workers/render.py's `say`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from typing import Any
 from rich.console import Console
 
 from workers.input_checks import env_errors, exit_on
+from workers.render import say
 from workflows.contracts.keys import MODEL, TRAJECTORY, VECNORMALIZE, VIDEO
+from workflows.contracts.shown import shown
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -32,7 +36,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         try:
             check_reward_file(args.reward_file)
         except RewardLoadError as exc:
-            errors.append(str(exc))
+            errors.append(shown(exc))
     exit_on(errors)
     out = args.out or Path("runs") / f"{args.reward_file.stem}-{args.env_id}-{uuid.uuid4().hex[:6]}"
     console = Console(soft_wrap=True)
@@ -47,7 +51,7 @@ def cmd_train(args: argparse.Namespace) -> None:
             args.reward_file, args.env_id, args.timesteps, args.seed, out, on_progress
         )
     except RewardLoadError as exc:
-        raise SystemExit(f"error: {exc}") from None
+        raise SystemExit(f"error: {shown(exc)}") from None
     console.print(f"done in {summary.get('wall_seconds', 0):.0f}s; outputs in {out}/")
     for name in (MODEL, VECNORMALIZE, VIDEO, TRAJECTORY):
         if (out / name).exists():
@@ -72,22 +76,22 @@ def cmd_check(args: argparse.Namespace) -> None:
             else:
                 out = check_judge(args.file, args.env_id, args.steps, Path(scratch), args.reward)
         except CheckFailed as exc:
-            raise SystemExit(f"error: {exc}") from None
+            raise SystemExit(f"error: {shown(exc)}") from None
     from activities.sandbox.layers import describe
 
-    console.print(f"{args.file}: OK on {args.env_id} ({out['steps']} random-action steps)")
-    console.print(
-        "  sandbox layers: " + describe(out.get("sandbox", []), out.get("sandbox_missing", {}))
-    )
+    say(console, f"{shown(args.file)}: OK on {args.env_id} ({out['steps']} random-action steps)")
+    layers = describe(out.get("sandbox", []), out.get("sandbox_missing", {}))
+    say(console, f"  sandbox layers: {shown(layers)}")
     if args.command == "check-reward":
-        console.print("  term              mean |value| per step")
+        say(console, "  term              mean |value| per step")
         for name, value in out["term_magnitudes"].items():
-            console.print(f"  {name:<17} {value:.4g}")
+            say(console, f"  {shown(name):<17} {value:.4g}")
     else:
         judged = out["judgment"]
-        console.print(f"  score {judged['score']:.3f} on a random policy: {judged['diagnosis']}")
+        diagnosis = shown(judged["diagnosis"])
+        say(console, f"  score {judged['score']:.3f} on a random policy: {diagnosis}")
         for name, value in judged["criteria"].items():
-            console.print(f"  {name:<17} {value:.3f}")
+            say(console, f"  {shown(name):<17} {value:.3f}")
 
 
 def cmd_bench_sandbox(args: argparse.Namespace) -> None:

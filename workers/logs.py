@@ -96,7 +96,9 @@ def configure_logging(level: str = "info", stream: IO[str] | Any = None) -> None
             structlog.processors.ExceptionRenderer(
                 structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
             ),
-            structlog.processors.JSONRenderer(),
+            # ASCII JSON: a line stays one line whatever text it carries (generated code's
+            # messages, term names): control and non-ASCII characters are written as escapes.
+            structlog.processors.JSONRenderer(ensure_ascii=True),
         ],
     )
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)

@@ -2,20 +2,41 @@
 
 Pure output: everything here takes what the session client (`workers/sessions.py`) fetched and
 writes it to a rich Console, so the text can be checked without a server.
+
+Text that came from generated code or a model (term and criteria names, diagnoses, formulas,
+revision notes, errors that quote generated code) is data: it goes out through `shown` (control
+and invisible characters as visible escapes) and is never read as rich markup, emoji codes or
+highlighted (`say`, `literal`), so it can neither forge a line nor drive the terminal.
 """
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from temporalio.client import WorkflowExecutionStatus
+from rich.text import Text
 
 from workflows.contracts.session import IterationRecord, SessionResult, SessionStatus
+from workflows.contracts.shown import shown
 from workflows.contracts.usage import LLMUsage
+
+if TYPE_CHECKING:  # the Temporal client is slow to import: `policyforge --help` needs none
+    from temporalio.client import WorkflowExecutionStatus
+
+
+def literal(text: object, limit: int | None = None) -> Text:
+    """Generated text as a rich Text: control, format and invisible characters written as
+    escapes (`shown`), and no markup or emoji codes read in it (a table cell, a part of a line)."""
+    return Text(shown(text, limit))
+
+
+def say(console: Console, line: str | Text, *, soft_wrap: bool | None = None) -> None:
+    """Print `line` exactly as written: no markup, emoji codes or highlighting. Each part of it
+    that came from generated code or a model goes in through `shown`."""
+    console.print(line, markup=False, emoji=False, highlight=False, soft_wrap=soft_wrap)
 
 
 def session_progress(console: Console) -> Progress:
@@ -65,36 +86,38 @@ def print_status(
     for, and one line per judged iteration (only the Web UI link when it cannot be queried);
     for one that failed (was terminated, timed out), first the one line that says why."""
     state = workflow_status.name.lower() if workflow_status else "?"
-    console.print(f"session {session_id}: {state}")
+    say(console, f"session {shown(session_id)}: {state}")
     if error is not None:
-        console.print(f"  failed: {escape(error)}", soft_wrap=True)
+        say(console, f"  failed: {shown(error)}", soft_wrap=True)
     if status:
-        console.print(
+        best = f"{status.best_score:.2f}" if status.best_score is not None else "-"
+        say(
+            console,
             f"  stage {status.stage}, iteration {status.iteration}/{status.max_iterations}, "
-            f"author {status.model_label}, best score "
-            + (f"{status.best_score:.2f}" if status.best_score is not None else "-")
+            f"author {shown(status.model_label)}, best score {best}",
         )
         if status.stage in ("training", "evaluating", "judging"):
-            console.print(f"  timesteps {status.timesteps_done:,} / {status.timesteps_target:,}")
-        console.print(f"  {usage_line(status.llm_usage, status.training_seconds)}")
+            say(console, f"  timesteps {status.timesteps_done:,} / {status.timesteps_target:,}")
+        say(console, f"  {usage_line(status.llm_usage, status.training_seconds)}")
         if status.awaiting_approval is not None:
-            console.print(
+            say(
+                console,
                 f"  waiting for approval of iteration {status.awaiting_approval}: "
-                f"policyforge approve {session_id}  (or --reject --note ...)"
+                f"policyforge approve {shown(session_id)}  (or --reject --note ...)",
             )
             for reward in status.pending_rewards:
-                console.print(f"    {reward.key}  {reward.latex}")
+                say(console, f"    {shown(reward.key)}  {shown(reward.latex)}")
         if status.feedback_pending:
-            console.print(f"  feedback waiting for the next revision: {status.feedback_pending}")
+            say(console, f"  feedback waiting for the next revision: {status.feedback_pending}")
         for error in status.signal_errors[-3:]:
-            console.print(f"  {error}")
+            say(console, f"  {shown(error)}")
         for rec in status.iterations:
-            console.print(f"  iter {rec.iteration}: score {rec.score:.2f}  {escape(rec.diagnosis)}")
+            say(console, f"  iter {rec.iteration}: score {rec.score:.2f}  {shown(rec.diagnosis)}")
             for c in rec.criteria:
-                console.print(f"    {escape(c.line()[2:])}", highlight=False)
+                say(console, f"    {shown(c.line()[2:])}")
             for line in run_lines(rec):
-                console.print(f"    {line}", highlight=False)
-    console.print(f"  {ui_link}")
+                say(console, f"    {line}")
+    say(console, f"  {ui_link}")
 
 
 def status_json(
@@ -133,20 +156,20 @@ def print_result(result: SessionResult, console: Console, *, as_json: bool, ui_l
 
 def _revision_note(rec: IterationRecord) -> str:
     """How the reviser got to this iteration's reward: what it changed, from which iteration,
-    after looking at what."""
+    after looking at what (the reviser's words through `shown`)."""
     if not rec.changes:
         return ""
-    note = f"\n(changed: {rec.changes}"
+    note = f"\n(changed: {shown(rec.changes)}"
     if rec.based_on is not None and rec.based_on != rec.iteration - 1:
         note += f"; rebased on iteration {rec.based_on}"
     if rec.tools_used:
-        note += f"; looked up {', '.join(rec.tools_used)}"
+        note += f"; looked up {', '.join(shown(tool) for tool in rec.tools_used)}"
     return note + ")"
 
 
 def run_lines(rec: IterationRecord) -> list[str]:
     """One line per run of an iteration that had several: candidate, config, seed, training
-    return and score (none for a single run: its row says it all)."""
+    return and score (none for a single run: its row says it all); for `say`."""
     if len(rec.run_results) < 2:
         return []
     how = "trained together" if rec.batched else "trained one process each"
@@ -154,8 +177,9 @@ def run_lines(rec: IterationRecord) -> list[str]:
     for r in rec.run_results:
         ret = "-" if r.mean_return is None else f"{r.mean_return:,.1f}"
         won = "  <- won" if r.candidate == rec.candidate and r.config == rec.config else ""
+        config = shown(r.config)
         lines.append(
-            f"c{r.candidate} {r.config} seed {r.seed}: return {ret}, score {r.score:.2f}{won}"
+            f"c{r.candidate} {config} seed {r.seed}: return {ret}, score {r.score:.2f}{won}"
         )
     return lines
 
@@ -170,7 +194,7 @@ def _steps(rec: IterationRecord) -> str:
 def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -> None:
     """The final report: one table row per iteration, the verdict, spend, and where the best
     policy's files are (s3:// keys, a presigned video link when credentials allow)."""
-    table = Table(title=f"session {result.session_id}", show_lines=False)
+    table = Table(title=Text(f"session {shown(result.session_id)}"), show_lines=False)
     for col in ("iter", "timesteps", "score", "passed", "diagnosis"):
         table.add_column(col, overflow="fold")
     for rec in result.iterations:
@@ -179,32 +203,36 @@ def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -
             _steps(rec),
             f"{rec.score:.2f}",
             "yes" if rec.passed else "no",
-            escape(rec.diagnosis + _revision_note(rec)),
+            Text.assemble(literal(rec.diagnosis), _revision_note(rec)),
         )
     console.print(table)
     for rec in result.iterations:
         lines = run_lines(rec)
         if lines:
-            console.print(f"  iter {rec.iteration} runs:", highlight=False)
+            say(console, f"  iter {rec.iteration} runs:")
             for line in lines:
-                console.print(f"    {line}", highlight=False)
+                say(console, f"    {line}")
     verdict = {
         "passed": "[green]PASSED[/green]",
         "not_passed": "[yellow]NOT PASSED[/yellow]",
         "budget_exhausted": "[yellow]BUDGET EXHAUSTED[/yellow]",
         "aborted": "[yellow]ABORTED[/yellow]",
     }[result.status]
+    author = f"(author: {shown(result.model_label)})"
     if result.note:
-        console.print(f"{verdict}  {escape(result.note)}")
-    console.print(f"  {usage_line(result.llm_usage, result.training_seconds)}")
+        say(console, Text.assemble(Text.from_markup(verdict), "  ", literal(result.note)))
+    say(console, f"  {usage_line(result.llm_usage, result.training_seconds)}")
     if result.best is None or result.best_score is None:
-        console.print(f"no iteration was judged  (author: {result.model_label})")
-        console.print(f"  Temporal UI {ui_link}")
+        say(console, f"no iteration was judged  {author}")
+        say(console, f"  Temporal UI {ui_link}")
         return
     best = result.best.best_run
-    console.print(
-        f"{verdict}  best iteration {result.best_iteration}, score {result.best_score:.2f}"
-        f"  (author: {result.model_label})"
+    say(
+        console,
+        Text.assemble(
+            Text.from_markup(verdict),
+            f"  best iteration {result.best_iteration}, score {result.best_score:.2f}  {author}",
+        ),
     )
     for label, key in (
         ("policy", best.model_key),
@@ -214,13 +242,13 @@ def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -
         ("reward", result.best.reward_key),
     ):
         if key:
-            console.print(f"  {label:<11} s3://{bucket}/{key}")
+            say(console, f"  {label:<11} s3://{bucket}/{shown(key)}")
     if best.video_key:
         try:
             from activities.artifacts import ArtifactStore
 
             link = ArtifactStore(bucket).presigned_url(best.video_key)
-            console.print(f"  watch       {link}  (valid 1 h)")
+            say(console, f"  watch       {link}  (valid 1 h)")
         except Exception:  # noqa: BLE001 - no credentials here: the s3:// key above still works
             pass
-    console.print(f"  Temporal UI {ui_link}")
+    say(console, f"  Temporal UI {ui_link}")

@@ -43,6 +43,7 @@ from workers.render import (
 from workers.settings import Settings
 from workflows.contracts.queues import task_queue
 from workflows.contracts.session import SessionResult, SessionStatus
+from workflows.contracts.shown import shown
 
 # A session that ended without a result; `policyforge status` says why.
 _ENDED_BADLY = {
@@ -82,7 +83,9 @@ def failure_reason(exc: WorkflowFailureError) -> str:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())[:500]
+    """One line of at most 500 characters; what is left of control or invisible characters
+    (a message may quote generated code) written as escapes."""
+    return shown(" ".join(text.split()), 500)
 
 
 async def why_ended(handle: WorkflowHandle[Any, Any]) -> str | None:
@@ -152,7 +155,9 @@ async def show_status(session_id: str, as_json: bool) -> None:
     try:
         desc = await handle.describe()
     except Exception as exc:  # noqa: BLE001 - RPCError NOT_FOUND and friends
-        raise SystemExit(f"error: no session {session_id!r} on {settings.address}: {exc}") from None
+        raise SystemExit(
+            f"error: no session {session_id!r} on {settings.address}: {shown(exc)}"
+        ) from None
     console = Console(soft_wrap=True)
     ui_link = settings.ui_link(session_id, client.namespace)
     if desc.status == WorkflowExecutionStatus.COMPLETED:
@@ -307,6 +312,6 @@ async def _update(
         return await send(handle)
     except WorkflowUpdateFailedError as exc:
         cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
-        raise SteeringRefused(f"{command} refused: {cause}") from None
+        raise SteeringRefused(f"{command} refused: {shown(cause)}") from None
     except RPCError as exc:
-        raise SteeringRefused(f"session {session_id!r}: {exc.message}") from None
+        raise SteeringRefused(f"session {session_id!r}: {shown(exc.message)}") from None

@@ -34,6 +34,4 @@ def shown(text: object, limit: int | None = None) -> str:
         raw = raw[: max(0, limit - 3)] + "..."
     if raw.isprintable():
         return raw
-    return "".join(
-        _escaped(ch) if unicodedata.category(ch) in _HIDDEN else ch for ch in raw
-    )
+    return "".join(_escaped(ch) if unicodedata.category(ch) in _HIDDEN else ch for ch in raw)
