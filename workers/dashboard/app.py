@@ -17,28 +17,29 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
+import jinja2
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import (
     FileResponse,
     HTMLResponse,
-    JSONResponse,
-    RedirectResponse,
     Response,
     StreamingResponse,
 )
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from temporalio.client import Client
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.artifacts import ArtifactStore
 from workers import sessions as steering
-from workers.dashboard import artifacts, benchmarks, formula
-from workers.dashboard.auth import COOKIE, Gate
+from workers.dashboard import answers, artifacts, benchmarks, formula, login
+from workers.dashboard.answers import JSON, error
+from workers.dashboard.auth import Gate
+from workers.dashboard.guard import Guard
 from workers.dashboard.sessions import FilterError, PromptCache, SessionReader, list_sessions
+from workers.dashboard.text import finalize, visible
 from workers.settings import Settings
 from workflows.contracts.session import ENV_IDS, Stage
 
@@ -73,44 +74,24 @@ def _version(parts: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-class _Guard(BaseHTTPMiddleware):
-    """Every request passes the gate first: Host, sign-in, and JSON-only changes."""
-
-    def __init__(self, app: Any, gate: Gate) -> None:
-        super().__init__(app)
-        self.gate = gate
-
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        gate = self.gate
-        if not gate.host_allowed(request):
-            return JSONResponse({"error": "this dashboard answers to localhost only"}, 421)
-        path = request.url.path
-        public = path in ("/login", "/healthz") or path.startswith(("/static/", "/vendor/"))
-        if not public and not gate.signed_in(request):
-            if path.startswith("/api/") or request.method != "GET":
-                return JSONResponse({"error": "sign in: the dashboard needs its token"}, 401)
-            return RedirectResponse(f"/login?next={quote(path)}", 303)
-        if request.method == "POST" and path != "/login":
-            refused = gate.change_allowed(request)
-            if refused:
-                return JSONResponse({"error": refused}, 403)
-        response = await call_next(request)
-        response.headers.setdefault(
-            "Content-Security-Policy",
-            "default-src 'self'; img-src 'self' data:; media-src 'self'; "
-            "style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'",
-        )
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        return response
-
-
 def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: Gate) -> FastAPI:
     """The dashboard for one Temporal client and one bucket."""
-    app = FastAPI(title="policyforge dashboard", docs_url=None, redoc_url=None, openapi_url=None)
-    app.add_middleware(_Guard, gate=gate)
+    app = FastAPI(
+        title="policyforge dashboard",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        default_response_class=JSON,
+    )
+    app.add_middleware(Guard, gate=gate)
+    app.state.gate = gate  # a new token (Gate.change_token) ends every sign-in
+    answers.install(app)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    templates = Jinja2Templates(directory=HERE / "templates")
+    # Every `{{ value }}` is finalized: generated text shows its hidden characters as escapes.
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True, finalize=finalize
+    )
+    templates = Jinja2Templates(env=environment)
     templates.env.filters["mathml"] = formula.mathml
     templates.env.globals.update(
         web_ui=settings.ui_link,
@@ -129,7 +110,7 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
     async def blocking(fn: Any, *args: Any) -> Any:
         return await asyncio.to_thread(fn, *args)
 
-    # --- sign-in ------------------------------------------------------------------------------
+    # --- health, Plotly, sign-in ------------------------------------------------------------
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -139,33 +120,7 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
     async def plotly_js() -> FileResponse:
         return FileResponse(plotly_bundle(), media_type="text/javascript")
 
-    @app.get("/login", response_class=HTMLResponse)
-    async def login_form(request: Request, next: str = "/") -> HTMLResponse:
-        return page(request, "login.html", next=next if next.startswith("/") else "/", error=None)
-
-    @app.post("/login")
-    async def login(request: Request) -> Response:
-        # The sign-in form is url-encoded: parsed here, no multipart parser needed.
-        form = parse_qs((await request.body()).decode(errors="replace"))
-        token = form.get("token", [""])[0]
-        target = form.get("next", ["/"])[0]
-        target = target if target.startswith("/") and not target.startswith("//") else "/"
-        if not gate.needs_sign_in:
-            return RedirectResponse(target, 303)
-        if not gate.token_matches(token):
-            return page(
-                request, "login.html", next=target, error="That token is not this dashboard's."
-            )
-        response = RedirectResponse(target, 303)
-        response.set_cookie(
-            COOKIE,
-            gate.cookie_value(),
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-            max_age=7 * 24 * 3600,
-        )
-        return response
+    login.add_routes(app, gate, page)
 
     # --- sessions -----------------------------------------------------------------------------
 
@@ -175,7 +130,7 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
         return page(request, "sessions.html", filters=filters)
 
     @app.get("/api/sessions")
-    async def api_sessions(request: Request) -> JSONResponse:
+    async def api_sessions(request: Request) -> JSON:
         filters = {
             k: v
             for k, v in request.query_params.items()
@@ -184,10 +139,10 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
         try:
             rows = await list_sessions(client, filters, prompts)
         except FilterError as exc:
-            return JSONResponse({"error": str(exc)}, 400)
+            return error(400, exc)
         except RPCError as exc:
-            return JSONResponse({"error": f"Temporal: {exc.message}"}, 502)
-        return JSONResponse({"sessions": [r.as_json() for r in rows]})
+            return error(502, answers.temporal_failed(exc, "the session list"))
+        return JSON({"sessions": [r.as_json() for r in rows]})
 
     async def session_parts(request: Request, session_id: str) -> dict[str, Any]:
         try:
@@ -222,16 +177,16 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
         return page(request, "session.html", session_id=session_id, **data)
 
     @app.get("/api/sessions/{session_id}/parts")
-    async def api_session_parts(request: Request, session_id: str) -> JSONResponse:
-        return JSONResponse(await session_parts(request, _check_id(session_id)))
+    async def api_session_parts(request: Request, session_id: str) -> JSON:
+        return JSON(await session_parts(request, _check_id(session_id)))
 
     @app.get("/api/sessions/{session_id}")
-    async def api_session(session_id: str) -> JSONResponse:
+    async def api_session(session_id: str) -> JSON:
         try:
             view = await reader.view(_check_id(session_id))
         except LookupError as exc:
             raise HTTPException(404, str(exc)) from None
-        return JSONResponse(
+        return JSON(
             {
                 "state": view.state,
                 "wall_seconds": view.wall_seconds,
@@ -241,21 +196,21 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
         )
 
     @app.post("/api/sessions/{session_id}/{action}")
-    async def steer(request: Request, session_id: str, action: str) -> JSONResponse:
+    async def steer(request: Request, session_id: str, action: str) -> JSON:
         _check_id(session_id)
         try:
-            body = await request.json()
-        except json.JSONDecodeError:
-            return JSONResponse({"error": "the body is not JSON"}, 400)
+            body = json.loads(await request.body())
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested too deep
+            return error(400, "the body is not JSON")
         if not isinstance(body, dict):
-            return JSONResponse({"error": "send a JSON object"}, 400)
+            return error(400, "send a JSON object")
         try:
             answer = await _send(action, session_id, body, client)
         except ValueError as exc:
-            return JSONResponse({"error": str(exc)}, 400)
+            return error(400, exc)
         except steering.SteeringRefused as exc:
-            return JSONResponse({"error": str(exc)}, 409)
-        return JSONResponse({"answer": answer})
+            return error(409, _refused(action, session_id, exc))
+        return JSON({"answer": answer})
 
     @app.get("/artifacts/{owner}/{path:path}")
     async def artifact(request: Request, owner: str, path: str) -> Response:
@@ -271,7 +226,14 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
             raise HTTPException(404, "no such artifact")
         media = mimetypes.guess_type(path)[0] or "application/octet-stream"
         if path.endswith(".py"):
-            media = "text/plain; charset=utf-8"
+            # Generated code a person reads in the browser: a direction override in it would
+            # show other code than runs (Trojan Source), so hidden characters come as escapes.
+            code = (await blocking(store.get_bytes, key)).decode(errors="replace")
+            return Response(
+                visible(code),
+                media_type="text/plain; charset=utf-8",
+                headers={"Cache-Control": "private, max-age=60"},
+            )
         headers = {"Accept-Ranges": "bytes", "Cache-Control": "private, max-age=60"}
         wanted = _byte_range(request.headers.get("range"), size)
         if wanted is None:
@@ -307,13 +269,24 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
         return page(request, "benchmark.html", b=data, others=others)
 
     @app.get("/api/benchmarks/{benchmark_id}")
-    async def api_benchmark(benchmark_id: str) -> JSONResponse:
+    async def api_benchmark(benchmark_id: str) -> JSON:
         data = await benchmarks.read(client, store, _check_id(benchmark_id))
         if data is None:
             raise HTTPException(404, "no such benchmark")
-        return JSONResponse(data)
+        return JSON(data)
 
     return app
+
+
+def _refused(action: str, session_id: str, exc: steering.SteeringRefused) -> str:
+    """Why a steering request was refused, without Temporal's own text: the session's
+    validator speaks for itself, a failed call to Temporal is named and logged."""
+    cause = exc.__context__
+    if not isinstance(cause, RPCError):
+        return str(exc)
+    if cause.status == RPCStatusCode.NOT_FOUND:
+        return f"{action}: no session {session_id!r} is running"
+    return answers.temporal_failed(cause, action)
 
 
 async def _send(action: str, session_id: str, body: dict[str, Any], client: Client) -> str:

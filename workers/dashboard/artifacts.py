@@ -19,9 +19,11 @@ from botocore.exceptions import ClientError
 from activities.artifacts import ArtifactStore
 from workflows.contracts import keys
 from workflows.contracts.session import IterationRecord, SessionStatus
+from workflows.contracts.shown import shown
 
 # Checkpoint videos: the episodes at these return percentiles of each evaluation checkpoint.
 PICKS = ("p10", "median", "p90")
+_LABEL_CHARS = 120  # a curve's name in a chart's legend
 
 
 def _text(store: ArtifactStore, key: str) -> str | None:
@@ -74,7 +76,9 @@ def _finite(value: Any) -> float | None:
 
 def curves(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[float | None]]]:
     """The charts of a run: returns, per-term reward means and losses, each as named series
-    over timesteps ({"x": [...], <name>: [...]})."""
+    over timesteps ({"x": [...], <name>: [...]}). Names are the reward's term names, which
+    generated code chose: their hidden characters are escaped (the page's script escapes
+    Plotly's markup)."""
     x = [float(r.get("timesteps", 0)) for r in rows]
 
     def series(names: Sequence[str]) -> dict[str, list[float | None]]:
@@ -82,7 +86,8 @@ def curves(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[float | None]
         for name in names:
             values = [_finite(r.get(name)) for r in rows]
             if any(v is not None for v in values):
-                out[name] = values
+                label = shown(name, _LABEL_CHARS)
+                out[label if label not in out else f"{label} ({len(out)})"] = values
         return out
 
     names = sorted({k for r in rows for k in r})

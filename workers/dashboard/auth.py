@@ -3,10 +3,12 @@
 Bound to loopback with no token (the embedded default), only this machine reaches it, and the
 Host header must name loopback too, so a web page elsewhere cannot reach it through DNS
 rebinding. Anywhere else a token is required (`POLICYFORGE_DASHBOARD_TOKEN`; the dashboard
-refuses to start without one): a browser signs in once with it and keeps a session cookie
-(HttpOnly, SameSite=Strict, an HMAC of the token, never the token itself); scripts send
-`Authorization: Bearer <token>`. Every change (the steering buttons) is a JSON POST, which a
-cross-site form cannot send, and its Origin, when given, must be this dashboard.
+refuses to start without one): a browser signs in once with it and keeps a session cookie (a
+random id per sign-in that expires, ends at sign-out and when the token changes: see
+`signins.py`); scripts send `Authorization: Bearer <token>`. Wrong tokens, in the form or as a
+bearer, are limited per client address. Every change (the steering buttons, sign-out) is a
+JSON POST, which a cross-site form cannot send, and its Origin, when given, must be this
+dashboard.
 """
 
 from __future__ import annotations
@@ -14,13 +16,21 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+from typing import Literal
 from urllib.parse import urlsplit
 
-from starlette.requests import Request
+from starlette.datastructures import Headers
+from starlette.requests import cookie_parser
+from starlette.types import Scope
+
+from workers.dashboard.signins import Attempts, SignIns
+from workflows.contracts.shown import shown
 
 COOKIE = "policyforge_dashboard"
 MIN_TOKEN_LENGTH = 16
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+Access = Literal["in", "out", "blocked"]  # signed in; not; too many wrong tokens to check
 
 
 class AuthConfigError(ValueError):
@@ -51,50 +61,89 @@ def check_config(host: str, token: str | None) -> None:
         )
 
 
+def is_json(content_type: str) -> bool:
+    """Whether a Content-Type is JSON's media type exactly (parameters such as charset
+    allowed): `application/jsonp` or `application/json-seq` is not JSON."""
+    return content_type.split(";", 1)[0].strip().lower() == "application/json"
+
+
+def client_address(scope: Scope) -> str:
+    """The client's address (uvicorn puts a trusted proxy's X-Forwarded-For here)."""
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
+def _token_hash(token: str | None) -> str:
+    return hashlib.sha256(token.encode()).hexdigest() if token else ""
+
+
 class Gate:
     """The dashboard's access check, for one token (None: loopback only, no sign-in)."""
 
     def __init__(self, token: str | None) -> None:
         self.token = token
-        self._cookie = (
-            hmac.new(token.encode(), b"policyforge-dashboard-session", hashlib.sha256).hexdigest()
-            if token
-            else None
-        )
+        self._token_hash = _token_hash(token)
+        self.sign_ins = SignIns()
+        self.attempts = Attempts()
 
     @property
     def needs_sign_in(self) -> bool:
         return self.token is not None
 
-    def cookie_value(self) -> str:
-        assert self._cookie is not None
-        return self._cookie
+    def change_token(self, token: str) -> None:
+        """Take a new token: every sign-in made with the old one ends."""
+        check_config("127.0.0.1", token)  # its length (a token is needed here anyway)
+        self.token = token
+        self._token_hash = _token_hash(token)
 
     def token_matches(self, given: str) -> bool:
-        return self.token is not None and hmac.compare_digest(given.encode(), self.token.encode())
+        # Digests of equal length: the comparison's time tells nothing of the token.
+        given_hash = hashlib.sha256(given.encode()).hexdigest()
+        return self.token is not None and hmac.compare_digest(given_hash, self._token_hash)
 
-    def host_allowed(self, request: Request) -> bool:
+    def sign_in(self) -> str:
+        """A new sign-in's cookie value."""
+        return self.sign_ins.open(self._token_hash)
+
+    def sign_out(self, cookie: str | None) -> None:
+        if cookie:
+            self.sign_ins.close(cookie)
+
+    def host_allowed(self, headers: Headers) -> bool:
         """Without a token, only a Host header naming loopback (DNS rebinding)."""
         if self.token is not None:
             return True
-        host = request.headers.get("host", "")
+        host = headers.get("host", "")
         name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
         return name in _LOOPBACK_NAMES
 
-    def signed_in(self, request: Request) -> bool:
+    def who(self, scope: Scope) -> Access:
+        """Whether a request (or a WebSocket) may come in: by its sign-in cookie, or by a
+        bearer token, a wrong one counted against its address like one in the form."""
         if self.token is None:
-            return True
-        header = request.headers.get("authorization", "")
-        if header.lower().startswith("bearer ") and self.token_matches(header[7:].strip()):
-            return True
-        cookie = request.cookies.get(COOKIE, "")
-        return bool(cookie) and hmac.compare_digest(cookie.encode(), self.cookie_value().encode())
+            return "in"
+        headers = Headers(scope=scope)
+        header = headers.get("authorization", "")
+        if header.lower().startswith("bearer "):
+            client = client_address(scope)
+            if self.attempts.blocked(client):
+                return "blocked"
+            if self.token_matches(header[7:].strip()):
+                return "in"
+            self.attempts.failed(client)
+            return "out"
+        cookie = cookie_parser(headers.get("cookie", "")).get(COOKIE, "")
+        return "in" if self.sign_ins.valid(cookie, self._token_hash) else "out"
 
-    def change_allowed(self, request: Request) -> str | None:
-        """Why a POST that changes something is refused (None: allowed)."""
-        if not request.headers.get("content-type", "").startswith("application/json"):
+    def change_allowed(self, headers: Headers) -> str | None:
+        """Why a request that changes something is refused (None: allowed)."""
+        if not is_json(headers.get("content-type", "")):
             return "send JSON (Content-Type: application/json)"
-        origin = request.headers.get("origin")
-        if origin and urlsplit(origin).netloc != request.headers.get("host", ""):
-            return f"origin {origin} is not this dashboard"
+        return self.origin_refused(headers)
+
+    def origin_refused(self, headers: Headers) -> str | None:
+        """Why a request another site's page sent is refused (None: no Origin, or this one)."""
+        origin = headers.get("origin")
+        if origin and urlsplit(origin).netloc != headers.get("host", ""):
+            return f"origin {shown(origin, 100)} is not this dashboard"
         return None

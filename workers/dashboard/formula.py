@@ -1,13 +1,17 @@
 """A reward's formula (its `latex`) as MathML, which browsers draw natively: no script, no
 fonts to fetch. The LaTeX comes from generated code, so the converter's output is re-built
 from a whitelist of MathML elements and attributes (text escaped) before it reaches a page;
-anything else, or LaTeX the converter cannot read, is shown as escaped source instead."""
+anything else, or LaTeX the converter cannot read, is shown as escaped source instead. Text in
+either has its hidden characters (a direction override, an escape sequence) written as
+visible escapes."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
 from markupsafe import Markup, escape
+
+from workflows.contracts.shown import shown
 
 _NS = "{http://www.w3.org/1998/Math/MathML}"
 _TAGS = {
@@ -28,15 +32,15 @@ def _clean(element: ET.Element) -> str | None:
     tag = element.tag.removeprefix(_NS)
     if tag not in _TAGS or any(name not in _ATTRS for name in element.attrib):
         return None
-    attrs = "".join(f' {k}="{escape(v)}"' for k, v in element.attrib.items())
+    attrs = "".join(f' {k}="{escape(shown(v))}"' for k, v in element.attrib.items())
     if tag == "math":
         attrs = ' xmlns="http://www.w3.org/1998/Math/MathML"' + attrs
-    inner = [str(escape(element.text or ""))]
+    inner = [str(escape(shown(element.text or "")))]
     for child in element:
         part = _clean(child)
         if part is None:
             return None
-        inner.append(part + str(escape(child.tail or "")))
+        inner.append(part + str(escape(shown(child.tail or ""))))
     return f"<{tag}{attrs}>{''.join(inner)}</{tag}>"
 
 
@@ -52,5 +56,5 @@ def mathml(latex: str | None) -> Markup:
     except Exception:  # noqa: BLE001 - the converter and the parser raise many kinds
         cleaned = None
     if cleaned is None:
-        return Markup(f'<code class="latex">{escape(source)}</code>')
+        return Markup(f'<code class="latex">{escape(shown(source))}</code>')
     return Markup(cleaned)  # noqa: S704 - rebuilt from the whitelist above, text escaped

@@ -22,6 +22,7 @@ from temporalio.common import SearchAttributeKey
 from workers.sessions import training_timesteps
 from workflows import search
 from workflows.contracts.session import ENV_IDS, SessionStatus
+from workflows.contracts.shown import shown
 
 # Filters a person picks on the list page: query parameter -> search attribute.
 FILTERS: dict[str, SearchAttributeKey[Any]] = {
@@ -31,6 +32,7 @@ FILTERS: dict[str, SearchAttributeKey[Any]] = {
     "model": search.MODEL,
 }
 _QUERY_TIMEOUT = timedelta(seconds=5)
+MAX_FILTER_CHARS = 200
 
 
 class FilterError(ValueError):
@@ -51,6 +53,12 @@ def list_query(workflow_type: str, filters: dict[str, str]) -> str:
             continue
         if name not in FILTERS:
             raise FilterError(f"{name}: unknown filter; use one of {', '.join(FILTERS)}")
+        # Checked here, not by the visibility store: a NUL cut its SQL short, and its error
+        # (the database's own text) reached the page.
+        if not value.isprintable() or len(value) > MAX_FILTER_CHARS:
+            raise FilterError(
+                f"{name}: use printable text of at most {MAX_FILTER_CHARS} characters"
+            )
         if name == "passed":
             if value not in ("true", "false"):
                 raise FilterError(f"passed: use true or false (got {value!r})")
@@ -82,7 +90,15 @@ class SessionRow:
     parent: str | None
 
     def as_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """The row for the list page; text that came from elsewhere (a prompt, a model's name)
+        with its hidden characters escaped. Ids stay as they are: links are built from them."""
+        return {
+            k: shown(v) if isinstance(v, str) and k not in _IDS else v
+            for k, v in self.__dict__.items()
+        }
+
+
+_IDS = ("session_id", "run_id")
 
 
 def _attr(execution: WorkflowExecution, key: Any) -> Any:

@@ -3,79 +3,13 @@ gets in, what a steering request must look like, and artifacts streamed with byt
 
 from __future__ import annotations
 
-import asyncio
 import json
-import urllib.error
-import urllib.request
-from collections.abc import AsyncIterator
-from dataclasses import replace
-from http.cookiejar import CookieJar
-from typing import Any
 
 import pytest
 
 from activities.artifacts import ArtifactStore
+from tests.workers.dashboard.client import TOKEN, Http
 from workers.dashboard.auth import AuthConfigError, check_config
-from workers.dashboard.server import serving
-from workers.services import free_port
-from workers.settings import Settings
-
-TOKEN = "a-long-enough-test-token-123"
-
-
-class Http:
-    """A small HTTP client (urllib in a thread) that keeps cookies and never follows
-    redirects, so a test sees each answer as the browser gets it."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.jar = CookieJar()
-
-        class NoRedirect(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-                return None
-
-        self.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(self.jar), NoRedirect()
-        )
-
-    def _call(
-        self, method: str, path: str, body: bytes | None, headers: dict[str, str]
-    ) -> tuple[int, dict[str, str], bytes]:
-        request = urllib.request.Request(self.base + path, body, headers, method=method)
-        try:
-            with self.opener.open(request, timeout=30) as response:
-                return response.status, dict(response.headers), response.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, dict(exc.headers), exc.read()
-
-    async def get(self, path: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
-        return await asyncio.to_thread(self._call, "GET", path, None, headers)
-
-    async def post(
-        self, path: str, body: bytes, **headers: str
-    ) -> tuple[int, dict[str, str], bytes]:
-        return await asyncio.to_thread(self._call, "POST", path, body, headers)
-
-
-async def _dashboard(temporal_env, token: str | None) -> AsyncIterator[str]:
-    settings = replace(
-        Settings(), dashboard_host="127.0.0.1", dashboard_port=free_port(), dashboard_token=token
-    )
-    async with serving(temporal_env.client, settings):
-        yield f"http://127.0.0.1:{settings.dashboard_port}"
-
-
-@pytest.fixture
-async def open_dashboard(temporal_env, s3) -> AsyncIterator[str]:
-    async for url in _dashboard(temporal_env, None):
-        yield url
-
-
-@pytest.fixture
-async def token_dashboard(temporal_env, s3) -> AsyncIterator[str]:
-    async for url in _dashboard(temporal_env, TOKEN):
-        yield url
 
 
 def test_off_loopback_without_a_token_is_refused_in_one_line():

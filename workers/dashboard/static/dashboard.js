@@ -3,6 +3,26 @@
 
 const POLL_MS = 3000;
 
+// Control, format and invisible characters of generated text as visible escapes, as
+// workflows/contracts/shown.py writes them: a direction override (\u202e) would make
+// "DEVORPPA" read "APPROVED", a zero-width character would hide text.
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}\p{Cn}]/gu;
+
+function visible(text) {
+  return String(text).replace(HIDDEN, (ch) => {
+    const code = ch.codePointAt(0);
+    if (code < 0x100) return `\\x${code.toString(16).padStart(2, "0")}`;
+    if (code < 0x10000) return `\\u${code.toString(16).padStart(4, "0")}`;
+    return `\\U${code.toString(16).padStart(8, "0")}`;
+  });
+}
+
+// Plotly reads a subset of HTML in trace names, legends, hover labels and titles (<a href>,
+// <b>, <br>, entities): escaped, a term named "<a href=...>" is drawn as those characters.
+function plotlyText(text) {
+  return visible(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
 async function postJSON(url, body) {
   const response = await fetch(url, {
     method: "POST",
@@ -20,10 +40,10 @@ function cell(row, text, href) {
   if (href) {
     const a = document.createElement("a");
     a.href = href;
-    a.textContent = text;
+    a.textContent = visible(text);
     td.appendChild(a);
   } else {
-    td.textContent = text;
+    td.textContent = visible(text);
   }
   return td;
 }
@@ -95,9 +115,9 @@ function drawCharts(root) {
     const series = JSON.parse(div.dataset.series);
     const traces = Object.entries(series)
       .filter(([name]) => name !== "x")
-      .map(([name, y]) => ({ x: series.x, y, name: name.replace(/^term_/, ""), mode: "lines+markers", type: "scatter" }));
+      .map(([name, y]) => ({ x: series.x, y, name: plotlyText(name.replace(/^term_/, "")), mode: "lines+markers", type: "scatter" }));
     const layout = {
-      title: { text: div.dataset.title, font: { size: 14 } },
+      title: { text: plotlyText(div.dataset.title), font: { size: 14 } },
       margin: { l: 50, r: 10, t: 36, b: 40 },
       height: 260,
       xaxis: { title: { text: "timesteps" } },
@@ -183,6 +203,20 @@ function startSession() {
   setTimeout(tick, POLL_MS);
 }
 
+// --- sign-out ---------------------------------------------------------------------------------
+
+function startSignOut() {
+  const button = document.getElementById("sign-out");
+  if (!button) return;
+  button.addEventListener("click", async () => {
+    try {
+      await postJSON("/logout", {});
+    } finally {
+      window.location.assign("/login");
+    }
+  });
+}
+
 // --- a benchmark page: refresh while it runs ----------------------------------------------------
 
 function startBenchmark() {
@@ -191,6 +225,7 @@ function startBenchmark() {
 
 document.addEventListener("DOMContentLoaded", () => {
   const page = document.body.dataset.page;
+  startSignOut();
   if (page === "sessions") startList();
   if (page === "session") startSession();
   if (page === "benchmark") startBenchmark();

@@ -1,0 +1,46 @@
+"""Dashboards on free ports against the session's Temporal dev server and SeaweedFS."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pytest
+
+from tests.workers.dashboard.client import TOKEN
+from workers.dashboard.server import serving
+from workers.services import free_port
+from workers.settings import Settings
+
+
+@dataclass
+class Served:
+    url: str
+    app: Any  # the FastAPI app, for what a test changes while it runs
+
+
+async def _dashboard(temporal_env: Any, token: str | None) -> AsyncIterator[Served]:
+    settings = replace(
+        Settings(), dashboard_host="127.0.0.1", dashboard_port=free_port(), dashboard_token=token
+    )
+    async with serving(temporal_env.client, settings) as server:
+        yield Served(f"http://127.0.0.1:{settings.dashboard_port}", server.config.app)
+
+
+@pytest.fixture
+async def open_dashboard(temporal_env, s3) -> AsyncIterator[str]:
+    async for served in _dashboard(temporal_env, None):
+        yield served.url
+
+
+@pytest.fixture
+async def token_dashboard(temporal_env, s3) -> AsyncIterator[str]:
+    async for served in _dashboard(temporal_env, TOKEN):
+        yield served.url
+
+
+@pytest.fixture
+async def token_served(temporal_env, s3) -> AsyncIterator[Served]:
+    async for served in _dashboard(temporal_env, TOKEN):
+        yield served
