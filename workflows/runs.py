@@ -143,12 +143,18 @@ async def _one_run(
             trained = await steps.train(
                 state.iteration, run_name, reward, state.timesteps, seed, config, init
             )
-            break
         except ActivityError as exc:
             error = steps.code_fault(exc, "reward")
             if error is None:
                 raise
             reward = await steps.refix_reward(state.iteration, candidate, reward, error)
+            continue
+        if trained.fault is None:
+            break
+        # Trained (its model and summary kept), but its sandbox answered the end-of-training
+        # counts out of format: the code's fault, fixed like a batch member's.
+        error = steps.member_fault(state.iteration, trained.fault)
+        reward = await steps.refix_reward(state.iteration, candidate, reward, error)
     judged = await _evaluate_and_judge(steps, candidate, reward, seed, config, trained)
     return judged, reward
 

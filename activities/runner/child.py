@@ -58,6 +58,8 @@ class Run:
     box: SandboxClient | None
     # train_batch: one sandbox per member, in the request's order (box is the first).
     boxes: list[SandboxClient] = field(default_factory=list)
+    # A mode that runs the reward and the judge (ModeSpec.judge_apart): the judge's own.
+    judge_box: SandboxClient | None = None
 
     def sandbox(self) -> SandboxClient:
         """The run's sandbox; an error in the one case without (a mode that allows unguarded
@@ -65,6 +67,10 @@ class Run:
         if self.box is None:
             raise RuntimeError(f"{self.mode} has no sandbox in an unguarded run")
         return self.box
+
+    def judge_sandbox(self) -> SandboxClient:
+        """The sandbox the judge code runs in: its own where the mode also runs the reward."""
+        return self.judge_box or self.sandbox()
 
 
 Handler = Callable[[ChildRequest, Run], dict[str, Any]]
@@ -89,6 +95,10 @@ class ModeSpec:
     # Added to this process's niceness before anything starts, its sandboxes included: the
     # evaluators beside training take only what training leaves of the machine.
     niceness: int = 0
+    # The mode runs the session's reward and its judge: the judge gets a sandbox process of its
+    # own (Run.judge_box), so nothing the reward's module did (a seeded global generator, an
+    # attribute set on a module) reaches it.
+    judge_apart: bool = False
 
 
 def _protocol_stream() -> IO[str]:
@@ -134,7 +144,7 @@ def _start_sandboxes(spec: ModeSpec, req: ChildRequest) -> list[SandboxClient]:
 
     boxes: list[SandboxClient] = []
     try:
-        for _ in range(max(1, len(req.members))):
+        for _ in range(max(1, len(req.members)) + int(spec.judge_apart)):
             boxes.append(SandboxClient(cpu_s=SHORT_MODE_SANDBOX_CPU_S if spec.short else 0))
     except BaseException:
         for box in boxes:
@@ -180,10 +190,12 @@ def main(prog: str, modes: Mapping[str, ModeSpec], argv: list[str] | None = None
         # Started first: the sandbox imports numpy while this process imports torch.
         boxes = _start_sandboxes(spec, req)
         box = boxes[0] if boxes else None
+        judge_box = boxes[-1] if spec.judge_apart and len(boxes) > 1 else None
+        member_boxes = boxes[:-1] if judge_box is not None else boxes
         _preload(spec)
         confine(short=spec.short)
         try:
-            result = spec.handler(req, Run(args.mode, args.out, emit, box, boxes))
+            result = spec.handler(req, Run(args.mode, args.out, emit, box, member_boxes, judge_box))
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure becomes one line
             members = tuple(m.reward_filename for m in req.members)
             reward_msg = code_error(exc, (req.reward_filename, req.judge_filename, *members))

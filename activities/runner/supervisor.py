@@ -14,9 +14,8 @@ import asyncio
 import contextlib
 import inspect
 import json
+import logging
 import os
-import shutil
-import tempfile
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,7 +24,11 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from activities.runner import launch as launcher
+from activities.runner import run_dirs
 from activities.runner.protocol import RESULT_FILE, ChildFailed, ChildJob, ChildRequest
+from activities.sandbox.scrub import remove_tree
+
+log = logging.getLogger(__name__)
 
 OnEvent = Callable[[dict[str, Any]], Awaitable[None] | None]
 
@@ -70,8 +73,12 @@ def child_env() -> dict[str, str]:
 
 
 def prewarm(*modules: str) -> None:
-    """Start this worker's runner template (launch.py) and have it import these job modules
-    now, so the first run forks as fast as later ones."""
+    """At a worker's start: remove the run folders that killed workers left behind, start this
+    worker's runner template (launch.py) and have it import these job modules now, so the
+    first run forks as fast as later ones."""
+    reaped = run_dirs.reap_stale_runs()
+    if reaped:
+        log.info("removed %d run folders of workers that are gone", len(reaped))
     for module in modules:
         launcher.prewarm(module, child_env())
 
@@ -102,14 +109,26 @@ async def run_child(
     req_path = out_dir / f"request_{job.mode}.json"
     req_path.write_text(req.model_dump_json())
     (out_dir / RESULT_FILE).unlink(missing_ok=True)
-    # The sandbox's scratch lives here: removed below even when the child is killed.
-    run_tmp = tempfile.mkdtemp(prefix="pf-run-")
+    # The sandbox's scratch lives here: removed below even when the child is killed, and at
+    # the next worker's start when this one is (it is named after this process).
+    run_tmp = run_dirs.make_run_dir()
     try:
         return await _run(
             job, req_path, out_dir, on_event, timeout_s, stall_s, timeout_is_reward_fault, run_tmp
         )
     finally:
-        shutil.rmtree(run_tmp, ignore_errors=True)
+        remove_run_dir(run_tmp)
+
+
+def remove_run_dir(path: str) -> None:
+    """Remove a run's folder, whatever tree generated code left in it; never raises into the
+    worker: what stays is logged in one line (and reaped at the next worker's start)."""
+    try:
+        left = remove_tree(path)
+    except Exception as exc:  # noqa: BLE001 - remove_tree does not raise; nothing else may
+        left = f"{path}: {type(exc).__name__}: {exc}"
+    if left:
+        log.warning("run folder not removed: %s", left)
 
 
 async def _run(

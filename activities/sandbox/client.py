@@ -14,26 +14,33 @@ dies, hangs or answers out of format is the generated code's fault, reported in 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from activities.behaviours.layout import reads_sensors
-from activities.sandbox import layers, wire
+from activities.sandbox import layers, scrub, watchdog, wire
+from activities.sandbox.errors import one_line
 from activities.sandbox.judge_code import JudgeLoadError, check_judgment, judge_budget_s
+from activities.sandbox.limits import SCRATCH_TMPFS
 from activities.sandbox.reward_code import LARGE, MAX_TERM_NAME, MAX_TERMS, RewardLoadError
+
+log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 120.0  # numpy import and the layers; slow only on a loaded machine
 LOAD_TIMEOUT_S = 30.0
+# The module body runs once per instance (one per env): all its runs together get this long.
+MODULE_BUDGET_S = 60.0
 STDERR_TAIL_BYTES = 4000
 
 Transition = tuple[int, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
@@ -98,8 +105,16 @@ class SandboxClient:
                 close_fds=True,
             )
         assert self.proc.stdout is not None and self.proc.stdin is not None
-        self._reader = wire.FrameReader(self.proc.stdout.fileno())
         self._stdin_fd = self.proc.stdin.fileno()
+        self._watch: watchdog.Watch | None = None
+        try:
+            # Its threads, CPU time and scratch, watched from this process (watchdog.py).
+            watch = watchdog.Watch(self.proc.pid, self.scratch, cpu_s)
+        except OSError as exc:
+            self.close()
+            raise layers.SandboxUnavailable(f"the sandbox cannot be watched: {exc}") from None
+        self._watch = watch
+        self._reader = watchdog.TimedReader(self.proc.stdout.fileno(), watch)
         try:
             ready, _ = self._read(START_TIMEOUT_S, "starting the sandbox")
         except CodeFault as exc:
@@ -111,6 +126,8 @@ class SandboxClient:
         if refused:
             self.close()
             raise layers.SandboxUnavailable(refused)
+        # Reported before any generated code ran: where scratch is no tmpfs, it is walked.
+        watch.start(scratch_is_tmpfs=SCRATCH_TMPFS not in self.missing)
 
     def describe(self) -> str:
         """The layers as one line for logs: those applied and those missing, with why."""
@@ -135,6 +152,10 @@ class SandboxClient:
             if code is None
             else (f"was killed by signal {-code}" if code < 0 else f"exited with status {code}")
         )
+        limit = self._watch.limit_reached(code) if self._watch is not None else None
+        if limit:
+            # Ended by a limit (the watchdog's, or the kernel's): that, not a signal number.
+            return CodeFault(f"the sandbox exceeded its {limit} while {what}")
         tail = self._stderr_tail()
         return CodeFault(f"the sandbox {how} while {what}" + (f": {tail}" if tail else ""))
 
@@ -155,17 +176,27 @@ class SandboxClient:
     ) -> tuple[dict[str, Any], bytes]:
         """One operation; its answer, or CodeFault with the sandbox's one-line error."""
         what = str(header.get("op"))
+        timeout = timeout_s or self.call_timeout_s
+        # Writes have a deadline too: a sandbox that stopped reading (stopped, wedged) would
+        # otherwise hold the runner on a full pipe forever.
+        os.set_blocking(self._stdin_fd, False)
         try:
-            wire.write_all(self._stdin_fd, wire.encode(header, payload))
+            wire.write_all(self._stdin_fd, wire.encode(header, payload), _deadline(timeout))
+        except TimeoutError:
+            self.proc.kill()
+            raise CodeFault(f"the sandbox stopped reading while {what} ({timeout:.0f} s)") from None
         except OSError:
             raise self._died(what) from None
-        answer, body = self._read(timeout_s or self.call_timeout_s, what)
+        answer, body = self._read(timeout, what)
         if "error" in answer:
-            raise CodeFault(" ".join(str(answer["error"]).split())[:500])
+            raise CodeFault(one_line(str(answer["error"])))
         return answer, body
 
     def close(self) -> None:
-        """End the sandbox process (killed if it is not gone in 2 s) and remove its scratch."""
+        """End the sandbox process (killed if it is not gone in 2 s) and remove its scratch;
+        never raises (what stays is logged in one line)."""
+        if self._watch is not None:
+            self._watch.stop()
         with contextlib.suppress(OSError):
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
@@ -178,13 +209,20 @@ class SandboxClient:
             self.proc.stdout.close()
         with contextlib.suppress(OSError):
             os.close(self._stderr_fd)
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        # Without recursion, links never followed: the code may have left any tree there.
+        left = scrub.remove_tree(self.scratch)
+        if left:
+            log.warning("sandbox scratch not removed: %s", left)
 
     def __enter__(self) -> SandboxClient:
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def _deadline(timeout_s: float) -> float:
+    return time.monotonic() + timeout_s
 
 
 def probe() -> tuple[list[str], dict[str, str]]:
@@ -248,13 +286,18 @@ class SandboxRewards:
             "strict": strict,
             "python_layers": python_layers,
         }
+        started = time.monotonic()
         answer = self._call(header, timeout_s=LOAD_TIMEOUT_S)[0]
-        self.latex = str(answer.get("latex", ""))[:2000]
-        self.terms = [str(t)[:MAX_TERM_NAME] for t in list(answer.get("terms", []))[:MAX_TERMS]]
-        # The module's SHAPING as the sandbox returned it: data only, checked by the trainer
-        # (activities/training/batched/shaping.py) before anything applies it.
-        self.shaping: Any = answer.get("shaping")
-        self._spare: int | None = int(answer["id"])  # the instance the load made
+        self._module_s = time.monotonic() - started  # the module's runs so far, in seconds
+        with self._reading("loading"):
+            self.latex = _text(answer.get("latex", ""), "latex", 2000)
+            self.terms = _names(answer.get("terms", []))
+            # The module's SHAPING as the sandbox returned it: data only, checked by the
+            # trainer (activities/training/batched/shaping.py) before anything applies it.
+            self.shaping: Any = answer.get("shaping")
+            self._spare: int | None = _count(answer, "id")  # the instance the load made
+        # Every term name this run was sent: at most MAX_TERMS over the run, not per call.
+        self._seen: set[str] = set(self.terms)
         self._layouts: dict[tuple[str, ...], tuple[list[str], list[list[Any]] | None]] = {}
         self._budget_s = _call_budget()
 
@@ -266,12 +309,55 @@ class SandboxRewards:
         except CodeFault as exc:
             raise RewardLoadError(str(exc)) from None
 
+    @contextlib.contextmanager
+    def _reading(self, what: str) -> Iterator[None]:
+        """Any failure while reading or using an answer is the reward's (its sandbox answered
+        it), one line for the fixer; never an error of the trainer's."""
+        try:
+            yield
+        except RewardLoadError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever the answer made fail
+            raise RewardLoadError(
+                f"{self.filename}: the reward's sandbox answered out of format while {what} "
+                f"({type(exc).__name__}: {one_line(str(exc), 120)})"
+            ) from None
+
+    def _count_names(self, names: Iterable[str]) -> None:
+        """RewardLoadError once the run has been sent more than MAX_TERMS distinct names."""
+        new = set(names) - self._seen
+        if not new:
+            return
+        if len(self._seen) + len(new) > MAX_TERMS:
+            raise RewardLoadError(
+                f"{self.filename}: the reward returned more than {MAX_TERMS} distinct term names "
+                f"over the run (a new one: {sorted(new)[0]!r}); return the same named terms on "
+                "every call"
+            )
+        self._seen |= new
+
     def new_instance(self) -> int:
         """A fresh instance (the module run again): stateful rewards never share state."""
         if self._spare is not None:
             rid, self._spare = self._spare, None
             return rid
-        return int(self._call({"op": "instance"}, timeout_s=LOAD_TIMEOUT_S)[0]["id"])
+        over = RewardLoadError(
+            f"{self.filename}: running the module for each env took over "
+            f"{MODULE_BUDGET_S:g} s in all; keep its top level to definitions"
+        )
+        left = MODULE_BUDGET_S - self._module_s
+        if left <= 0:
+            raise over
+        started = time.monotonic()
+        try:
+            answer = self._call({"op": "instance"}, timeout_s=min(LOAD_TIMEOUT_S, left))[0]
+        except RewardLoadError:
+            if time.monotonic() - started >= left:
+                raise over from None
+            raise
+        self._module_s += time.monotonic() - started
+        with self._reading("making an instance"):
+            return _count(answer, "id")
 
     def drop(self, rid: int) -> None:
         """Forget an instance (its env closed); a dead sandbox is not an error here."""
@@ -281,7 +367,8 @@ class SandboxRewards:
     def counts(self) -> dict[str, int]:
         """Calls, and non-finite or clipped rewards repaired so far, over every instance."""
         answer = self._call({"op": "counts"})[0]
-        return {k: int(answer.get(k, 0)) for k in ("calls", "nonfinite", "clipped")}
+        with self._reading("counting its calls"):
+            return {k: _count(answer, k) for k in ("calls", "nonfinite", "clipped")}
 
     def _layout_of(self, info: dict[str, Any]) -> tuple[list[str], list[list[Any]] | None]:
         """(field names, wire layout) for this info's keys; cached per key set, and None for
@@ -320,7 +407,10 @@ class SandboxRewards:
         ids = [t[0] for t in batch]
         starts = [bool(t[4].get("_episode_start", False)) for t in batch]
         answer, body = self._score_packed(ids, starts, wire_layout, data)
-        return _decode_scores(answer, body, len(batch))
+        with self._reading("scoring"):
+            scored = _decode_scores(answer, body, len(batch))
+            self._count_names(name for _, terms in scored for name in terms)
+        return scored
 
     def score_columns(
         self,
@@ -350,7 +440,10 @@ class SandboxRewards:
         answer, body = self._score_packed(
             list(map(int, ids)), [bool(x) for x in starts], layout, data
         )
-        return _decode_columns(answer, body, n)
+        with self._reading("scoring"):
+            totals, terms = _decode_columns(answer, body, n)
+            self._count_names(terms)
+        return totals, terms
 
     def _score_packed(
         self, ids: list[int], starts: list[bool], layout: list[list[Any]], data: np.ndarray
@@ -373,6 +466,23 @@ def _names(raw: Any) -> list[str]:
     if not all(isinstance(n, str) and len(n) <= MAX_TERM_NAME for n in raw):
         raise RewardLoadError("the reward's sandbox answered with malformed term names")
     return raw
+
+
+def _count(answer: dict[str, Any], key: str) -> int:
+    """A count or id from an answer: a non-negative integer (JSON int, not bool), else a
+    ValueError naming the field."""
+    if key not in answer:
+        raise ValueError(f"{key!r} is missing")
+    value = answer[key]
+    if type(value) is not int or not 0 <= value < 1 << 53:
+        raise ValueError(f"{key!r} must be a non-negative integer, got {type(value).__name__}")
+    return value
+
+
+def _text(value: Any, key: str, limit: int) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{key!r} must be text, got {type(value).__name__}")
+    return value[:limit]
 
 
 def _decode_scores(
@@ -451,7 +561,15 @@ def judge_all(
         )
     except CodeFault as exc:
         raise JudgeLoadError(str(exc)) from None
-    return [check_judgment(r, criteria) for r in raw]
+    try:
+        return [check_judgment(r, criteria) for r in raw]
+    except JudgeLoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the answer made fail is the judge's
+        raise JudgeLoadError(
+            f"{filename}: the judge's sandbox answered out of format "
+            f"({type(exc).__name__}: {one_line(str(exc), 120)})"
+        ) from None
 
 
 def judge_in_sandbox(

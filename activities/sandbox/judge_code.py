@@ -29,6 +29,10 @@ class JudgeLoadError(ValueError):
 
 
 JUDGE_CALL_BUDGET_S = 60.0  # one call judges a whole episode (up to 1000 steps)
+# A judgment's size, whatever the code returns: it goes into Temporal histories, summaries and
+# prompts. Sessions ask for 3-8 criteria; a judge run without a list may name this many.
+MAX_CRITERIA = 16
+MAX_CRITERION_NAME = 64
 
 
 def judge_budget_s() -> float:
@@ -108,6 +112,8 @@ def check_judgment(out: Any, criteria: list[str]) -> dict[str, Any]:
     tags = out.get("failure_tags") or []
     if not isinstance(tags, list | tuple):
         raise JudgeLoadError(f"judge_fn's 'failure_tags' must be a list; got {type(tags).__name__}")
+    if not criteria:
+        _bounded_names(scores)
     return {
         "score": _unit(out["score"], "judge_fn's 'score'"),
         # The session's criteria only, when it has them: what the judge adds beyond them is
@@ -121,6 +127,19 @@ def check_judgment(out: Any, criteria: list[str]) -> dict[str, Any]:
         "diagnosis": " ".join(str(out["diagnosis"]).split())[:800],
         "failure_tags": [str(t)[:40] for t in list(tags)[:10]],
     }
+
+
+def _bounded_names(scores: dict[Any, Any]) -> None:
+    """With no criteria asked for, the judge's own: at most MAX_CRITERIA short string names."""
+    if len(scores) > MAX_CRITERIA:
+        raise JudgeLoadError(
+            f"judge_fn's 'criteria' names {len(scores)} criteria; at most {MAX_CRITERIA}"
+        )
+    for name in scores:
+        if type(name) is not str or not 0 < len(name) <= MAX_CRITERION_NAME:
+            raise JudgeLoadError(
+                f"judge_fn's criterion names must be text of 1-{MAX_CRITERION_NAME} characters"
+            )
 
 
 MAX_MEASURED = 1e12  # a physical value beyond this is a bug, not a measurement

@@ -10,12 +10,12 @@ import os
 # name -> what it stops (the README's table says the same).
 LAYERS: dict[str, str] = {
     "clean-env": "secrets: the environment holds no keys or credentials",
-    "rlimits": "memory, file size, CPU time and open-file exhaustion; core dumps",
+    "rlimits": "memory, threads, CPU time, file and scratch size, open files; core dumps",
     "landlock-fs": "files: read-only libraries, read-write scratch, nothing else (no /proc)",
     "landlock-net": "TCP bind and connect",
     "landlock-scope": "signals and abstract unix sockets to processes outside the sandbox",
     "seccomp": "exec, fork, sockets, ptrace, signals to others, namespaces and mounts",
-    "identity": "another uid (nobody) or user namespace than the worker's",
+    "identity": "a uid of its own (under a root worker) or a user namespace of its own",
     "netns": "a network namespace of its own: no interfaces",
 }
 # Without these the boundary does not hold on its own: generated code is refused.

@@ -49,6 +49,8 @@ class RewardFunction(abc.ABC):
         return []
 
 
+# Terms a reward may name, in one call and over a whole run (the trusted side counts the
+# distinct names it is sent): every summary, history entry and prompt section is bounded by it.
 MAX_TERMS = 64
 MAX_TERM_NAME = 64
 # Non-finite rewards tolerated in training (zeroed and counted) before the run is failed.
@@ -420,19 +422,32 @@ def _reward_from(
         return LoadedReward(
             obj.compute,
             str(getattr(obj, "latex", "")),
-            list(getattr(obj, "terms", [])),
+            _term_names(getattr(obj, "terms", []), filename),
             vectorized=getattr(classes[0], "vectorized", False) is True,
             **opts,
         )
     fn = namespace.get("reward_fn")
     if callable(fn):
         return LoadedReward(
-            fn, str(namespace.get("LATEX", "")), list(namespace.get("TERMS", [])), **opts
+            fn,
+            str(namespace.get("LATEX", "")),
+            _term_names(namespace.get("TERMS", []), filename),
+            **opts,
         )
     raise RewardLoadError(
         f"{filename} defines no RewardFunction subclass "
         "and no reward_fn(obs, action, next_obs, info)"
     )
+
+
+def _term_names(raw: Any, filename: str) -> list[str]:
+    """The declared term names as plain strings (cut to MAX_TERM_NAME); RewardLoadError for
+    anything but a list of at most MAX_TERMS strings."""
+    if not isinstance(raw, list | tuple) or not all(type(n) is str for n in raw):
+        raise RewardLoadError(f"{filename}: `terms` must be a list of term names (strings)")
+    if len(raw) > MAX_TERMS:
+        raise RewardLoadError(f"{filename}: `terms` lists {len(raw)} names; at most {MAX_TERMS}")
+    return [n[:MAX_TERM_NAME] for n in raw]
 
 
 def _shaping_data(raw: Any, filename: str) -> Any:

@@ -9,6 +9,7 @@ by the trusted side, so generated code cannot make its client run anything.
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import struct
@@ -19,6 +20,8 @@ _PREFIX = struct.Struct("<II")
 # What a client accepts from the sandbox: answers are scores and short text, never bulk.
 MAX_HEADER = 1 << 20
 MAX_PAYLOAD = 16 << 20
+# Containers inside containers in a header: the deepest answer (a judgment's criteria) is 3.
+MAX_DEPTH = 6
 
 
 class WireError(RuntimeError):
@@ -31,11 +34,20 @@ def encode(header: dict[str, Any], payload: bytes = b"") -> bytes:
     return _PREFIX.pack(len(head), len(payload)) + head + payload
 
 
-def write_all(fd: int, data: bytes) -> None:
-    """One unbuffered write (a frame is usually one syscall); loops on partial writes."""
+def write_all(fd: int, data: bytes, deadline: float | None = None) -> None:
+    """One unbuffered write (a frame is usually one syscall); loops on partial writes. With a
+    `deadline` (time.monotonic()) on a non-blocking fd, TimeoutError once it passes: a peer that
+    stopped reading cannot hold the writer."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise TimeoutError
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            continue  # the pipe filled between select and write: wait again
 
 
 def send(stream: IO[bytes], header: dict[str, Any], payload: bytes = b"") -> None:
@@ -44,13 +56,41 @@ def send(stream: IO[bytes], header: dict[str, Any], payload: bytes = b"") -> Non
     stream.flush()
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} overflows a float")
+    return value
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether containers nest deeper than MAX_DEPTH (iterative: no recursion to exhaust)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if isinstance(item, dict | list):
+            if depth >= MAX_DEPTH:
+                return True
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _decode_header(raw: bytes) -> dict[str, Any]:
+    """A header as plain JSON types: NaN, Infinity and overflowing numbers refused, nesting
+    bounded, and every failure of the parser (deep nesting exhausts its recursion) a WireError."""
     try:
-        header = json.loads(raw)
-    except ValueError:
-        raise WireError("a frame header is not JSON") from None
+        header = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise WireError(f"a frame header is not plain JSON ({type(exc).__name__})") from None
     if not isinstance(header, dict):
         raise WireError("a frame header is not an object")
+    if _too_deep(header):
+        raise WireError(f"a frame header nests deeper than {MAX_DEPTH} levels")
     return header
 
 

@@ -211,7 +211,7 @@ def _validate_judge(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     if req.judge_source is None:
         raise ValueError("judge modes need judge_source")
     [judged] = judge_all(
-        run.sandbox(),
+        run.judge_sandbox(),  # not the reward's: nothing its module did reaches the judge
         req.judge_source,
         req.judge_filename,
         [trajectory],
@@ -258,7 +258,9 @@ MODES: dict[str, child.ModeSpec] = {
         (*_ENV, *_POLICY, "activities.training.side_eval"),
         niceness=NICENESS,
     ),
-    "validate_judge": child.ModeSpec(_validate_judge, (*_ENV, *_POLICY), short=True),
+    "validate_judge": child.ModeSpec(
+        _validate_judge, (*_ENV, *_POLICY), short=True, judge_apart=True
+    ),
 }
 
 if __name__ == "__main__":

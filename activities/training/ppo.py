@@ -29,7 +29,7 @@ from activities.training.checkpoints import CheckpointCallback, resume, save_pol
 from activities.training.eval_checkpoints import EvalCheckpoints
 from activities.training.evaluation import PeriodicEval
 from activities.training.presets import PPOPreset, preset_for
-from activities.training.reward_runtime import Rewards
+from activities.training.reward_runtime import Rewards, reward_counts
 from activities.training.run_spec import TrainJob
 from activities.training.sim import make_env
 from activities.training.vec_env import (
@@ -355,7 +355,7 @@ def summarize(
     """summary.json (written) for any algorithm's finished run."""
     done = int(model.num_timesteps)
     trained_here = done - (resumed_from or 0)
-    counts = reward.counts()
+    counts, fault = reward_counts(reward)
     summary = {
         "env_id": job.env_id,
         "timesteps": job.timesteps,
@@ -377,9 +377,10 @@ def summarize(
         "episode": episode,
         "reward_terms": reward.terms,
         # Steps whose reward was NaN/inf (zeroed) or beyond +-1e6 (clipped) by the sandbox.
-        "nonfinite_rewards": counts["nonfinite"],
-        "clipped_rewards": counts["clipped"],
+        "nonfinite_rewards": counts.get("nonfinite"),
+        "clipped_rewards": counts.get("clipped"),
         "torch_threads": torch.get_num_threads(),
+        **({"fault": fault} if fault is not None else {}),
     }
     (job.out_dir / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
     return summary

@@ -67,6 +67,15 @@ class Rewards(Protocol):
         ...
 
 
+def reward_counts(rewards: Rewards) -> tuple[dict[str, int], str | None]:
+    """The reward's counts at the end of training, and None; or no counts and the one-line
+    fault when its sandbox answered them out of format: what was trained is kept either way."""
+    try:
+        return rewards.counts(), None
+    except RewardLoadError as exc:
+        return {}, str(exc)
+
+
 class ColumnRewards(Rewards, Protocol):
     """A reward that also scores transitions given as columns (the batched trainer's way)."""
 

@@ -106,6 +106,8 @@ class Script:
     judge_fault: str | None = None
     judge_fault_from_call: int = 1
     train_fault_forever: bool = False  # every fix fails in training again
+    # A run that trains but whose reward's sandbox answered its counts out of format.
+    result_fault: str | None = None
     calls: dict[str, list] = field(default_factory=dict)
 
     def log(self, name: str, req) -> None:
@@ -306,6 +308,7 @@ class Script:
                 mean_episode_return=10.0,
                 term_means={"forward": 1.0, "ctrl": -0.5},
                 wall_seconds=60.0,
+                fault=None if fixed else script.result_fault,
             )
 
         @activity.defn(name="train_batch")
@@ -936,6 +939,19 @@ async def test_a_batch_member_whose_reward_fails_is_fixed_and_trained_alone(
     (alone,) = script.calls["train_policy"]  # the other member's batch result stood
     assert alone.run_name.startswith("c1_") and alone.reward_key.endswith(".fault1_fix1")
     assert sorted(r.candidate for r in result.iterations[0].run_results) == [0, 1]
+
+
+async def test_a_run_trained_with_a_fault_reported_at_its_end_goes_to_the_fixer(
+    temporal_env, queue_prefix
+):
+    line = "reward_fn.py: the reward's sandbox answered out of format while counting its calls"
+    script = Script(scores=[0.9], result_fault=line)
+    result = await run_session(temporal_env, queue_prefix, script, **LLM)
+    assert result.passed
+    (fix,) = script.calls["fix_code"]
+    assert fix.after_validation and "out of format" in fix.error
+    first, again = script.calls["train_policy"]
+    assert again.reward_key.endswith(".fault1_fix1")
 
 
 async def test_code_failing_after_validation_ends_the_session_when_the_fixes_run_out(

@@ -40,7 +40,7 @@ from activities.training.board import Board
 from activities.training.eval_checkpoints import stop_requested
 from activities.training.ppo import final_term_means
 from activities.training.presets import preset_for
-from activities.training.reward_runtime import ColumnRewards
+from activities.training.reward_runtime import ColumnRewards, reward_counts
 from workflows.contracts.keys import SCALARS, SUMMARY
 
 Emit = Callable[[dict[str, Any]], None]
@@ -235,10 +235,12 @@ def _summary(
         > np.mean(returns[-2 * quarter : -quarter])
         + 0.01 * abs(np.mean(returns[-2 * quarter : -quarter]))
     )
-    counts_of = getattr(ppo.candidates[k].rewards, "counts", None)
     fault = ppo.faults.get(k)
     # A failed reward's sandbox may be gone: its counts are not asked for.
-    counts: dict[str, int] = counts_of() if callable(counts_of) and fault is None else {}
+    counts, counts_fault = (
+        ({}, None) if fault is not None else reward_counts(ppo.candidates[k].rewards)
+    )
+    fault = fault or counts_fault
     # Each term's per-step mean over the last quarter of training, as the SB3 trainer reports
     # it (the reviser reads what the policy does now, not the whole run's average).
     rollouts = [
@@ -265,8 +267,8 @@ def _summary(
         "batch": {"members": [c.name for c in ppo.candidates], "index": k},
         "reward_terms": ppo.candidates[k].rewards.terms,
         # Steps whose reward was NaN/inf (zeroed) or beyond +-1e6 (clipped) by the sandbox.
-        "nonfinite_rewards": counts.get("nonfinite", 0),
-        "clipped_rewards": counts.get("clipped", 0),
+        "nonfinite_rewards": counts.get("nonfinite"),
+        "clipped_rewards": counts.get("clipped"),
         "episode": _episode_settings(ppo, k),
         # The SHAPING the member trained under (None: the env as the judge sees it).
         "shaping": ppo.shapings[k].model_dump(mode="json", exclude_defaults=True) or None,

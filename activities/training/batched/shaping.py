@@ -46,7 +46,7 @@ class Shaping(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    obs_drop: tuple[int, ...] = ()
+    obs_drop: tuple[int, ...] = Field(default=(), max_length=1024)  # recorded in summaries
     obs_scale: float = Field(default=1.0, gt=0.0, le=100.0)
     action_scale: float = Field(default=1.0, gt=0.0, le=1.0)
     init_noise: float = Field(default=1.0, ge=0.0, le=10.0)
