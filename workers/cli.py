@@ -49,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
 
     worker = sub.add_parser("worker", help="run one or more worker pools against TEMPORAL_ADDRESS")
     worker.add_argument("pools", nargs="+", choices=["llm", "train", "judge"])
+    worker.add_argument(
+        "--gpu",
+        action="store_true",
+        help="the train pool also serves sessions that ask for a GPU (needs CUDA; sets "
+        "POLICYFORGE_TRAIN_DEVICE=cuda)",
+    )
 
     demo = sub.add_parser("demo", help="run the demo session end to end on embedded services")
     demo.add_argument("--timesteps", type=int, default=None, help="per-iteration budget")
@@ -142,6 +148,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="JSON",
         help="with --candidates: our trainers' PPO settings over the preset (JSON object)",
     )
+    bt.add_argument(
+        "--device",
+        choices=("cpu", "cuda", "auto"),
+        default="cpu",
+        help="our batched side's networks and update: cpu, cuda, or auto (cuda where torch "
+        "sees it); with a GPU the same side also runs on the CPU beside it",
+    )
     lessons_parser(sub)
     return p
 
@@ -171,6 +184,13 @@ def _session_options(p: argparse.ArgumentParser) -> None:
         "--configs", type=int, default=None, help="PPO hyperparameter configs per candidate"
     )
     p.add_argument("--algo", choices=("ppo", "sac", "td3"), default=None, help="default ppo")
+    p.add_argument(
+        "--accelerator",
+        choices=("any", "gpu", "cpu"),
+        default=None,
+        help="train on GPU workers (`worker train --gpu`), CPU workers, or any (default: the "
+        "first free one)",
+    )
     p.add_argument(
         "--approval",
         choices=("none", "first", "every"),
@@ -215,6 +235,7 @@ SESSION_FIELDS = (
     "candidates",
     "configs",
     "algo",
+    "accelerator",
     "approval",
     "warm_start",
     "max_llm_cost_usd",
@@ -290,7 +311,7 @@ def _main(argv: list[str] | None) -> None:
         elif args.command == "worker":
             from workers.main import run_pool_process
 
-            run_pool_process(args.pools)
+            run_pool_process(args.pools, gpu=args.gpu)
         elif args.command == "demo":
             from workers.demo import run_demo
 

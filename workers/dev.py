@@ -44,7 +44,8 @@ def banner(
     """What `policyforge dev` prints at start: where Temporal, S3 and the Web UI are, which of
     them are embedded, and how to start a session from another terminal."""
     lines = [
-        "policyforge dev: workers for policyforge-llm, policyforge-train, policyforge-judge",
+        "policyforge dev: workers for policyforge-llm, policyforge-train (and -train-cpu), "
+        "policyforge-judge",
         f"  Temporal   {endpoints.temporal_address}"
         + (
             "  (embedded, state in " + str(settings.state_dir) + ")"

@@ -148,12 +148,14 @@ def cmd_bench_train(args: argparse.Namespace) -> None:
 
     def on_eval(side: str, ev: dict[str, Any]) -> None:
         console.print(
-            f"  {side:<5} {ev['timesteps']:>10,} steps  eval return {ev['eval_return']:>10,.1f}"
+            f"  {side:<8} {ev['timesteps']:>10,} steps  eval return {ev['eval_return']:>10,.1f}"
             f"  train wall {ev['train_wall_s']:>7,.1f} s"
         )
 
     try:
-        out = bench(args.env_id, args.timesteps, args.target, every, args.seed, on_eval)
+        out = bench(
+            args.env_id, args.timesteps, args.target, every, args.seed, on_eval, device=args.device
+        )
     except (BenchError, ChildFailed) as exc:
         raise SystemExit(f"error: {exc}") from None
     for line in table(out):
@@ -182,6 +184,7 @@ def _bench_candidates(args: argparse.Namespace) -> None:
             procs=args.procs,
             sides=sides,
             ppo=args.ppo,
+            device=args.device,
             say=lambda line: console.print("  " + line, highlight=False),
         )
     except (BenchError, ChildFailed) as exc:

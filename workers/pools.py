@@ -2,7 +2,9 @@
 
 `workers/llm.py`, `workers/train.py` and `workers/judge.py` run one pool each as a process;
 `policyforge dev` runs all three in one process. Sessions (the workflow code, which is light)
-are hosted on the LLM pool's queue, so a session is started on `policyforge-llm`.
+are hosted on the LLM pool's queue, so a session is started on `policyforge-llm`. The train
+pool polls two queues (the shared one and its kind's: `-cpu`, or `-gpu` with `--gpu`), with
+one Temporal worker each, drawing on one set of slots.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -17,11 +20,21 @@ from typing import Any
 
 import structlog
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import (
+    CustomSlotSupplier,
+    FixedSizeSlotSupplier,
+    PollerBehaviorSimpleMaximum,
+    SlotMarkUsedContext,
+    SlotPermit,
+    SlotReleaseContext,
+    SlotReserveContext,
+    Worker,
+    WorkerTuner,
+)
 
 from workers.settings import Settings
 from workflows.benchmark import BenchmarkWorkflow
-from workflows.contracts.queues import task_queue
+from workflows.contracts.queues import WorkerKind, task_queue, worker_train_queues
 from workflows.contracts.session import ENV_IDS
 from workflows.session import SessionWorkflow
 
@@ -64,20 +77,91 @@ def llm_worker(client: Client, settings: Settings) -> Worker:
     )
 
 
-def train_worker(client: Client, settings: Settings) -> Worker:
-    """The train pool: reward validation, training and evaluation rollouts, one run per slot."""
+class _Permit(SlotPermit):
+    used = False
+
+
+class SharedSlots(CustomSlotSupplier):
+    """Activity slots that several workers of one process share, so that the process runs at
+    most `limit` activities across the queues it polls.
+
+    A worker holds a slot while it polls, before any task arrives; counting those would leave
+    one queue unpolled while the other waits idle on the last free slot (up to a minute per
+    long poll). So a poll may start while fewer than `limit` activities run, one poll per
+    queue at a time (`poller_behavior`): when both queues hand over a task for the last free
+    slot at once, one activity more than `limit` runs, never more.
+    """
+
+    poller_behavior = PollerBehaviorSimpleMaximum(1)
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.running = 0
+        # The SDK may call mark_slot_used and release_slot off the event loop's thread.
+        self._lock = threading.Lock()
+        self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    async def reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit:
+        loop = asyncio.get_running_loop()
+        while True:
+            freed = asyncio.Event()
+            with self._lock:
+                if self.running < self.limit:
+                    return _Permit()
+                self._waiting.append((loop, freed))
+            await freed.wait()
+
+    def try_reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit | None:
+        # Eager tasks come from workflows on the same worker: the train pool hosts none.
+        return None
+
+    def mark_slot_used(self, ctx: SlotMarkUsedContext) -> None:
+        if isinstance(ctx.permit, _Permit):
+            ctx.permit.used = True
+        with self._lock:
+            self.running += 1
+
+    def release_slot(self, ctx: SlotReleaseContext) -> None:
+        if not (isinstance(ctx.permit, _Permit) and ctx.permit.used):
+            return  # a poll that ended without a task
+        with self._lock:
+            self.running -= 1
+            waiting, self._waiting = self._waiting, []
+        for loop, freed in waiting:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(freed.set)
+
+    def tuner(self) -> WorkerTuner:
+        """A worker's tuner whose activity slots are these (it runs no other kind of task)."""
+        one = FixedSizeSlotSupplier(1)
+        return WorkerTuner.create_composite(
+            workflow_supplier=one,
+            activity_supplier=self,
+            local_activity_supplier=one,
+            nexus_supplier=one,
+        )
+
+
+def train_workers(client: Client, settings: Settings, kind: WorkerKind = "cpu") -> list[Worker]:
+    """The train pool: reward validation, training and evaluation rollouts, one run per slot,
+    from the shared training queue and the queue of its kind (sessions that asked for it)."""
     # Each training run is a single-threaded child process: one run per core.
-    slots = max(1, settings.train_concurrency)
-    return Worker(
-        client,
-        task_queue=task_queue("train", settings.queue_prefix),
-        activities=pool_activities("train"),
-        activity_executor=ThreadPoolExecutor(slots + 2),
-        max_concurrent_activities=slots,
-        # Heartbeats carry the progress `policyforge run` shows; by default the SDK sends them
-        # to the server only every 0.8 x heartbeat timeout (48 s here).
-        max_heartbeat_throttle_interval=timedelta(seconds=5),
-    )
+    slots = SharedSlots(settings.train_concurrency)
+    executor = ThreadPoolExecutor(slots.limit + 3)
+    return [
+        Worker(
+            client,
+            task_queue=queue,
+            activities=pool_activities("train"),
+            activity_executor=executor,
+            tuner=slots.tuner(),
+            activity_task_poller_behavior=slots.poller_behavior,
+            # Heartbeats carry the progress `policyforge run` shows; by default the SDK sends
+            # them to the server only every 0.8 x heartbeat timeout (48 s here).
+            max_heartbeat_throttle_interval=timedelta(seconds=5),
+        )
+        for queue in worker_train_queues(kind, settings.queue_prefix)
+    ]
 
 
 def judge_worker(client: Client, settings: Settings) -> Worker:
@@ -92,9 +176,15 @@ def judge_worker(client: Client, settings: Settings) -> Worker:
     )
 
 
+def pool_workers(name: str, client: Client, settings: Settings, gpu: bool = False) -> list[Worker]:
+    """The Temporal workers of one pool (the train pool: one per queue it polls)."""
+    if name == "train":
+        return train_workers(client, settings, "gpu" if gpu else "cpu")
+    return [POOLS[name](client, settings)]
+
+
 POOLS: dict[str, Callable[[Client, Settings], Worker]] = {
     "llm": llm_worker,
-    "train": train_worker,
     "judge": judge_worker,
 }
 
@@ -138,9 +228,15 @@ def prewarm_runners(names: list[str]) -> None:
 
 
 async def run_pools(
-    client: Client, settings: Settings, names: list[str], *, handle_signals: bool = True
+    client: Client,
+    settings: Settings,
+    names: list[str],
+    *,
+    handle_signals: bool = True,
+    gpu: bool = False,
 ) -> None:
-    """Run the named pools until SIGINT/SIGTERM (or cancellation), then shut down gracefully."""
+    """Run the named pools until SIGINT/SIGTERM (or cancellation), then shut down gracefully.
+    `gpu`: the train pool serves the GPU queue (the entry point checked that it may)."""
     from activities.sandbox.os_limits import mark_not_dumpable
 
     # Workers hold keys and credentials: no same-uid process may read or trace them.
@@ -148,7 +244,7 @@ async def run_pools(
     await log_sandbox_layers(names)
     warm_env_stack()
     prewarm_runners(names)
-    workers = [POOLS[name](client, settings) for name in names]
+    workers = [w for name in names for w in pool_workers(name, client, settings, gpu)]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM) if handle_signals else ():

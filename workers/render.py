@@ -98,6 +98,10 @@ def print_status(
         )
         if status.stage in ("training", "evaluating", "judging"):
             say(console, f"  timesteps {status.timesteps_done:,} / {status.timesteps_target:,}")
+        if status.waiting:
+            say(console, f"  {shown(status.waiting)}")
+        elif status.train_queue:
+            say(console, f"  trains on queue {status.train_queue} ({status.accelerator} workers)")
         say(console, f"  {usage_line(status.llm_usage, status.training_seconds)}")
         if status.awaiting_approval is not None:
             say(

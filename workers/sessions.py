@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from rich.console import Console
+from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
@@ -37,11 +38,12 @@ from workers.render import (
     print_result,
     print_status,
     progress_description,
+    say,
     session_progress,
     status_json,
 )
 from workers.settings import Settings
-from workflows.contracts.queues import task_queue
+from workflows.contracts.queues import queue_worker, task_queue
 from workflows.contracts.session import SessionResult, SessionStatus
 from workflows.contracts.shown import shown
 
@@ -137,7 +139,7 @@ async def start_and_follow(
         console.print(f"follow it with: policyforge status {wid}")
         return None
     try:
-        result = await follow(handle, console)
+        result = await follow(handle, console, client=client)
     except WorkflowFailureError as exc:
         reason = failure_reason(exc)
         if as_json:
@@ -171,6 +173,8 @@ async def show_status(session_id: str, as_json: bool) -> None:
         steps, _ = await live_timesteps(handle)
         if steps is not None:
             status = status.model_copy(update={"timesteps_done": steps})
+    if status is not None and desc.status == WorkflowExecutionStatus.RUNNING:
+        status = status.model_copy(update={"waiting": await waiting_for_worker(client, desc)})
     if as_json:
         print(status_json(session_id, desc.status, status, error))
         return
@@ -190,6 +194,51 @@ def training_timesteps(desc: WorkflowExecutionDescription) -> int | None:
         except (ValueError, KeyError, TypeError):
             continue
     return sum(steps) // len(steps) if steps else None
+
+
+# An activity the server holds until a worker of its queue takes it.
+_SCHEDULED = PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
+_DESCRIBE_TIMEOUT = timedelta(seconds=3)
+
+
+async def waiting_for_worker(client: Client, desc: WorkflowExecutionDescription) -> str | None:
+    """What a running session waits for when an activity of it waits on a queue that no
+    worker polls: "waiting for a GPU training worker (no worker polls queue ...)"; None when
+    none does. One DescribeTaskQueue per such queue (the server lists the pollers it saw in
+    the last minutes), only while an activity waits; a call that fails says "unknown" instead
+    of failing the status."""
+    queues = sorted(
+        {
+            p.activity_options.task_queue.name
+            for p in desc.raw_description.pending_activities
+            if p.state == _SCHEDULED and p.activity_options.task_queue.name
+        }
+    )
+    lines = []
+    for queue in queues:
+        try:
+            pollers = await _activity_pollers(client, queue)
+        except Exception as exc:  # noqa: BLE001 - status shows what it can: the rest is unknown
+            lines.append(f"waiting on queue {queue}: whether a worker polls it is unknown ({exc})")
+            continue
+        if not pollers:
+            lines.append(f"waiting for {queue_worker(queue)} (no worker polls queue {queue})")
+    return _one_line("; ".join(lines)) if lines else None
+
+
+async def _activity_pollers(client: Client, queue: str) -> int:
+    """How many workers the server saw polling `queue` for activities lately."""
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+    )
+    answer = await client.workflow_service.describe_task_queue(request, timeout=_DESCRIBE_TIMEOUT)
+    return len(answer.pollers)
 
 
 async def live_timesteps(
@@ -214,18 +263,30 @@ async def query_status(
 
 
 async def follow(
-    handle: WorkflowHandle[Any, SessionResult], console: Console, poll_s: float = 1.0
+    handle: WorkflowHandle[Any, SessionResult],
+    console: Console,
+    poll_s: float = 1.0,
+    *,
+    client: Client | None = None,
 ) -> SessionResult:
-    """Show stage, iteration and timesteps until the session ends; return its result."""
+    """Show stage, iteration and timesteps until the session ends; return its result. With
+    `client`, also say once when it waits on a queue no worker polls."""
     progress = session_progress(console)
     task = progress.add_task("starting", total=1)
     last_line = ""
+    last_waiting: str | None = None
     with progress:
         while True:
             status = await query_status(handle)
-            steps, wf_status = await live_timesteps(handle)
+            described = await handle.describe()
+            steps, wf_status = training_timesteps(described), described.status
             if wf_status != WorkflowExecutionStatus.RUNNING:
                 break
+            if client is not None:
+                waiting = await waiting_for_worker(client, described)
+                if waiting and waiting != last_waiting:
+                    say(console, f"  {waiting}")
+                last_waiting = waiting
             if status is not None:
                 done = status.timesteps_done if steps is None else steps
                 if status.stage in ("validating", "authoring", "revising"):

@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 from workflows.contracts.session import SessionStatus
+from workflows.contracts.shown import shown_markdown
 
 
 def details_markdown(status: SessionStatus, dashboard: str | None = None) -> str:
     """The session's status as markdown: what the Web UI shows as the workflow's details, with
     a link to the session's dashboard page when there is one."""
     lines = [
-        f"**{status.prompt}** on `{status.env_id}`, author {status.model_label}",
+        f"**{shown_markdown(status.prompt, 300)}** on `{status.env_id}`, "
+        f"author {shown_markdown(status.model_label)}",
         f"stage **{status.stage}**, iteration {status.iteration}/{status.max_iterations}"
         + (f", best score {status.best_score:.2f}" if status.best_score is not None else ""),
     ]
     if dashboard:
         lines.append(f"[Open in the policyforge dashboard]({dashboard}): videos, curves, code")
+    if status.train_queue:
+        # The workflow cannot see the queue's pollers: it says where its training waits, and
+        # `policyforge status` and the dashboard say whether a worker polls it.
+        kind = status.accelerator
+        start = "policyforge worker train" + (" --gpu" if kind == "gpu" else "")
+        lines.append(
+            f"training on queue `{status.train_queue}` (accelerator {kind}): only "
+            f"{kind.upper()} training workers take it (`{start}`); "
+            "`policyforge status ID` says when none polls it"
+        )
     if status.awaiting_approval is not None:
         lines.append(
             f"waiting for approval of iteration {status.awaiting_approval}: "
@@ -30,14 +42,16 @@ def details_markdown(status: SessionStatus, dashboard: str | None = None) -> str
             "| --- | --- | --- | --- | --- |",
         ]
         for rec in status.iterations:
-            diagnosis = rec.diagnosis.replace("|", "/")[:200]
+            # Generated text: shown as text, never as markdown (a link, an image that fetches).
+            diagnosis = shown_markdown(rec.diagnosis, 200)
             base = "-" if rec.based_on is None else str(rec.based_on)
             lines.append(
                 f"| {rec.iteration} | {rec.score:.2f} | {'yes' if rec.passed else 'no'} "
                 f"| {base} | {diagnosis} |"
             )
     if status.signal_errors:
-        lines += ["", "Ignored signals:", *(f"- {e}" for e in status.signal_errors[-3:])]
+        errors = status.signal_errors[-3:]
+        lines += ["", "Ignored signals:", *(f"- {shown_markdown(e, 300)}" for e in errors)]
     if status.note:
-        lines += ["", status.note]
+        lines += ["", shown_markdown(status.note, 500)]
     return "\n".join(lines)

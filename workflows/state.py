@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.accounting import Accounting
     from workflows.contracts.context import OFFLINE_LABEL, is_offline
     from workflows.contracts.judging import Criterion, JudgeCode, VisualCriteria
+    from workflows.contracts.queues import train_queue
     from workflows.contracts.session import (
         IterationEvidence,
         IterationRecord,
@@ -54,6 +55,10 @@ class SessionState:
             best_score=None,
             best_iteration=None,
             approval=inp.approval,
+            accelerator=inp.accelerator,
+            train_queue=None
+            if inp.accelerator == "any"
+            else train_queue(inp.accelerator, inp.queue_prefix),
         )
         # The iteration under way (0 before the first), its budget and the configs it trains.
         self.iteration = 0

@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
         SynthesisRequest,
         SynthesisResult,
     )
-    from workflows.contracts.queues import task_queue
+    from workflows.contracts.queues import task_queue, train_queue
     from workflows.contracts.session import MAX_FIX_ATTEMPTS, RunRecord
     from workflows.contracts.tools import (
         MAX_TOOL_CALLS,
@@ -73,6 +73,10 @@ TRAIN_EVAL_PATCH = "final-eval-beside-training"
 # a judge on a later episode) goes back to the fixer instead of ending the session. Histories
 # recorded before ended at such a failure, and still do.
 CODE_FAULT_PATCH = "code-faults-to-fixer"
+# A session that asks for a GPU or a CPU sends its train-pool work to that kind's queue.
+# Sessions recorded before had no accelerator (any), never take this branch, and keep the
+# shared queue; the marker guards the new commands all the same.
+ACCELERATOR_PATCH = "accelerator-train-queue"
 # The activity errors that blame the code (non-retryable: running it again fails again).
 FAULT_TYPES: dict[Kind, tuple[str, ...]] = {
     "reward": ("RewardRuntimeError",),
@@ -138,17 +142,28 @@ class Steps:
         """One activity on its pool's queue, typed by its reference, with its deadlines from
         the one table both sides read (workflows/contracts/timeouts.py)."""
         deadline = deadline or timeouts.for_activity(ref.name)
+        queue, summary = self._queue(ref, summary or ref.summary)
         result: Res = await workflow.execute_activity(
             ref.name,
             arg,
             result_type=ref.result,
-            task_queue=task_queue(ref.pool, self.inp.queue_prefix),
-            summary=summary or ref.summary,
+            task_queue=queue,
+            summary=summary,
             start_to_close_timeout=deadline.start_to_close,
             heartbeat_timeout=deadline.heartbeat,
             retry_policy=retry,
         )
         return result
+
+    def _queue(self, ref: ActivityRef[Req, Res], summary: str) -> tuple[str, str]:
+        """The activity's queue and its summary: the train pool's work of a session that asked
+        for an accelerator goes to that kind's queue, and its summary says so (the Web UI shows
+        it beside the activity, which waits there while no such worker polls)."""
+        accelerator = self.inp.accelerator
+        if ref.pool != "train" or accelerator == "any" or not workflow.patched(ACCELERATOR_PATCH):
+            return task_queue(ref.pool, self.inp.queue_prefix), summary
+        queue = train_queue(accelerator, self.inp.queue_prefix)
+        return queue, f"{summary} (on a {accelerator.upper()} worker, queue {queue})"
 
     async def llm(self, ref: ActivityRef[Req, Res], arg: Req) -> Res:
         """One LLM activity; its call's tokens and cost are counted."""

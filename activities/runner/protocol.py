@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Mode = Literal[
     "validate",
@@ -31,6 +31,18 @@ DEFAULT_JUDGE_FILENAME = "judge_fn.py"
 CHECKPOINT_FILES = ("model.zip", "vecnormalize.npz", "scalars.jsonl")
 # A batched training's checkpoint (activities/training/batched/state.py): the whole batch.
 BATCH_CHECKPOINT_FILES = ("batch_state.npz", "batch_state.json")
+# Where the engine's networks train: the CPU, a GPU (failing where torch sees none), or a GPU
+# where torch sees one and else the CPU (activities/training/batched/device.py). A training
+# worker's setting, which its activities put in each training request.
+TRAIN_DEVICES = ("cpu", "cuda", "auto")
+TRAIN_DEVICE_ENV = "POLICYFORGE_TRAIN_DEVICE"
+
+
+def check_device(value: str, setting: str = "device") -> str:
+    """`value` if it names a training device; else ValueError, one line naming `setting`."""
+    if value not in TRAIN_DEVICES:
+        raise ValueError(f"{setting}: one of {', '.join(TRAIN_DEVICES)} (got {value!r})")
+    return value
 
 
 @dataclass(frozen=True)
@@ -98,6 +110,9 @@ class ChildRequest(BaseModel):
     progress_interval_s: float = 2.0
     # train / train_batch: cores the run may use (physics threads and torch threads).
     threads: int = 1
+    # train / train_batch on the engine: where its networks and update run (TRAIN_DEVICES);
+    # physics stays on the CPU cores.
+    device: str = "cpu"
     # train / train_batch on the engine: plan the steps to fit this many seconds from the
     # throughput measured in the first updates (`timesteps` is then the most it may train).
     max_seconds: float = 0.0
@@ -132,6 +147,11 @@ class ChildRequest(BaseModel):
     # checkpoints, and whether it plays the final evaluation episode once training ends.
     watch_dir: str | None = None
     final_eval: bool = False
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        return check_device(value)
 
     @model_validator(mode="after")
     def _one_reward(self) -> ChildRequest:

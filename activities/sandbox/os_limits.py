@@ -15,6 +15,7 @@ import errno
 import os
 import resource
 import socket
+import sys
 from dataclasses import dataclass, field
 
 CLONE_NEWNET = 0x40000000
@@ -81,12 +82,22 @@ def _seccomp(out: Confinement) -> None:
         out.skipped.append(f"seccomp ({type(exc).__name__}: {exc})")
 
 
+def _cuda_torch() -> bool:
+    """Whether this process loaded a CUDA build of torch (read, never imported here)."""
+    torch = sys.modules.get("torch")
+    return getattr(getattr(torch, "version", None), "cuda", None) is not None
+
+
 def confine(short: bool) -> Confinement:
     """Limit this process; `short` for validation and judging (CPU time and file size caps)."""
     out = Confinement()
     _limit("no core dumps", resource.RLIMIT_CORE, 0, out)
     memory = _memory_mb()
-    if memory > 0:
+    if memory > 0 and _cuda_torch():
+        # CUDA maps far more address space than it uses (torch's CUDA build alone maps 3.7 GB
+        # at import): no address-space cap lets it start. The sandbox keeps its own cap.
+        out.skipped.append("address space (torch's CUDA build is loaded)")
+    elif memory > 0:
         _limit(f"address space {memory} MB", resource.RLIMIT_AS, memory * 2**20, out)
     file_mb = 64 if short else 2048
     _limit(f"file size {file_mb} MB", resource.RLIMIT_FSIZE, file_mb * 2**20, out)

@@ -27,9 +27,11 @@ from activities.metrics import TrainingMeter
 from activities.runner.protocol import (
     BATCH_CHECKPOINT_FILES,
     CHECKPOINT_FILES,
+    TRAIN_DEVICE_ENV,
     ChildFailed,
     ChildJob,
     ChildRequest,
+    check_device,
 )
 from activities.runner.supervisor import run_child, sandbox_refused
 from activities.training import beside, job
@@ -263,6 +265,18 @@ def checkpoint_every(timesteps: int) -> int:
     return max(10_000, timesteps // 10)
 
 
+def train_device() -> str:
+    """Where this worker's training children run the engine's networks and update: its
+    POLICYFORGE_TRAIN_DEVICE, "cpu" (the default), "cuda" or "auto" (a GPU where the child's
+    torch sees one). Another value fails the activity in one line naming the variable; a GPU
+    asked for where there is none fails in the child (no silent CPU run)."""
+    raw = os.environ.get(TRAIN_DEVICE_ENV, "").strip().lower() or "cpu"
+    try:
+        return check_device(raw, TRAIN_DEVICE_ENV)
+    except ValueError as exc:
+        raise ApplicationError(str(exc), type="InvalidWorkerSetting") from None
+
+
 def _config_overrides(req: TrainRequest) -> dict[str, Any]:
     if req.algo != "ppo":
         return {}
@@ -319,6 +333,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         max_steps=req.eval_max_steps,
         algo=req.algo,
         max_seconds=req.max_seconds or 0.0,
+        device=train_device(),
     )
     resume_from = _resume_point()
     # What every heartbeat carries: an earlier attempt's checkpoint until this one makes its own.

@@ -44,6 +44,7 @@ from activities.training.activities import (
     checkpoint_every,
     config_overrides,
     sharing_cores,
+    train_device,
     train_result,
     train_timeout_s,
 )
@@ -121,6 +122,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
     log = activity_logger(req.iteration, env_id=req.env_id, run=req.batch_name)
     store = ArtifactStore()
     variants = _overrides(req)
+    device = train_device()  # a bad worker setting fails before anything is fetched
     groups = groups_of(req)
     batch_prefix = run_prefix(req.session_id, req.iteration, req.batch_name)
     resume = _resume_points()
@@ -150,6 +152,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
             eval_checkpoint_episodes=EVAL_CHECKPOINT_EPISODES,
             eval_handoff=True,
             max_seconds=req.max_seconds or 0.0,
+            device=device,
             members=[
                 BatchMember(
                     name=m.run_name,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 
 from tests.builders import run_record
 from workers.render import report
 from workflows.contracts.session import IterationRecord, SessionResult, SessionStatus
+from workflows.contracts.shown import shown_markdown
 from workflows.details import details_markdown
 
 
@@ -103,3 +106,31 @@ def test_the_report_lists_every_run_of_a_batched_iteration():
     assert "3 runs, trained together:" in text
     assert "c1 default seed 0: return 1,540.0, score 0.70  <- won" in text
     assert "c2 default seed 0: return -, score 0.10" in text
+
+
+def test_generated_text_in_the_web_ui_details_is_text_not_markdown():
+    planted = "![x](http://tracker.example/p.png) [ok](http://evil.example) <b>|</b>\x1b[2J\u202e"
+    status = SessionStatus(
+        session_id="s1",
+        prompt="run " + planted,
+        env_id="Hopper-v5",
+        model_label="claude-sonnet-4-6",
+        stage="done",
+        iteration=1,
+        max_iterations=1,
+        timesteps_done=0,
+        timesteps_target=1000,
+        best_score=0.6,
+        best_iteration=1,
+        iterations=[_record(1, 0.6).model_copy(update={"diagnosis": planted})],
+        signal_errors=[planted],
+        note=planted,
+    )
+    text = details_markdown(status)
+    escaped = shown_markdown(planted)
+    # Every markup character is escaped (no link, image, tag or cell), escapes made visible.
+    assert not re.search(r"(?<!\\)[\[\]<>!|`*_]", escaped.replace("\\\\", ""))
+    assert "\x1b" not in escaped and "\u202e" not in escaped
+    assert text.count(escaped) >= 3  # the diagnosis, the ignored signal, the note
+    row = next(line for line in text.splitlines() if line.startswith("| 1 |"))
+    assert row.count(" | ") == 4  # the diagnosis is one cell

@@ -19,7 +19,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributeKey
 
-from workers.sessions import training_timesteps
+from workers.sessions import training_timesteps, waiting_for_worker
 from workflows import search
 from workflows.contracts.session import ENV_IDS, SessionStatus
 from workflows.contracts.shown import shown
@@ -239,6 +239,9 @@ class SessionReader:
         if described.status != WorkflowExecutionStatus.RUNNING and view.status is not None:
             # A session that continued as new is Running on its latest run: never here.
             _remember(self._closed, session_id, view)
+        elif view.status is not None:
+            waiting = await waiting_for_worker(self.client, described)
+            view.status = view.status.model_copy(update={"waiting": waiting})
         return view
 
     async def failure(self, session_id: str) -> str | None:

@@ -5,7 +5,7 @@
 FILE is JSON: {"env_id", "timesteps", "seed", "eval_every", "out_dir", "candidates":
 [{"name", "source", "overrides"}]}. Each candidate's reward runs in a sandbox process of its
 own, as in a session; the candidates train together in one `BatchedPPO` on "threads" threads
-(default 1).
+(default 1), its networks and update on "device" (default "cpu"; batched/device.py).
 Every `eval_every` steps per candidate (and at the end) each candidate plays one deterministic
 episode (`batched.evaluate`), its time kept off the training clock. Prints {"event": "eval",
 ...} lines as they happen, then one {"event": "result", ...} line; models go to
@@ -50,7 +50,14 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             )
             for c, box in zip(spec["candidates"], boxes, strict=True)
         ]
-        ppo = BatchedPPO(env_id, candidates, int(spec["timesteps"]), seed, threads=threads)
+        ppo = BatchedPPO(
+            env_id,
+            candidates,
+            int(spec["timesteps"]),
+            seed,
+            threads=threads,
+            device=spec.get("device", "cpu"),
+        )
         every = int(spec["eval_every"])
         eval_envs = BatchEnvs(env_id, ppo.k, seed)
         clock = {"eval_s": 0.0, "next": every}
@@ -91,8 +98,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             "timesteps_done": ppo.steps_done,
             "train_wall_s": round(train_wall, 3),
             "steps_per_second": round(ppo.k * ppo.steps_done / max(train_wall, 1e-9), 1),
-            "seconds": {k: round(v, 2) for k, v in ppo.seconds.items()},
+            "seconds": {k: round(v, 3) for k, v in ppo.seconds.items()},
             "torch_threads": torch.get_num_threads(),
+            "device": str(ppo.device),
             "mean_returns": [
                 sum(s.returns[-10:]) / max(len(s.returns[-10:]), 1) for s in ppo.stats
             ],

@@ -2,7 +2,9 @@
 the other in one invocation, on the same machine.
 
 - batched: `workers.local.bench_batched`, one process per core, each training its share of
-  the candidates together (`activities.training.batched`);
+  the candidates together (`activities.training.batched`), its networks and update on
+  `device`; with a GPU, the same again on the CPU (side `batched_cpu`), so that both figures
+  come from one invocation;
 - per-candidate: today's trainer, the real confined child (`run_child(job.TRAIN)`) once per
   candidate, as many at once as there are processes;
 - plain: `workers.local.bench_plain` (PPO with SB3's defaults, no sandbox) once per
@@ -29,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +44,16 @@ from workers.local.bench_train import (
     _EXTRA_KEYS,
     DEFAULT_TARGETS,
     BenchError,
+    bench_device,
     check_reward,
     stream_events,
 )
 from workers.local.train import _run_sync
 
 SIDES = ("batched", "per_candidate", "plain")
+# The batched side again on the CPU, beside a batched side on a GPU (bench_candidates' device).
+BATCHED_CPU = "batched_cpu"
+KNOWN_SIDES = ("batched", BATCHED_CPU, "per_candidate", "plain")
 MAX_CANDIDATES = 64
 # Candidate i scales the env's forward and control terms by these factors (cycled): the env's
 # own reward first, then cheaper and dearer control, then more and less forward drive.
@@ -123,9 +130,16 @@ class _Clock:
 
 
 def run_batched(
-    env_id: str, cands: list[dict[str, Any]], timesteps: int, seed: int, every: int, procs: int
+    env_id: str,
+    cands: list[dict[str, Any]],
+    timesteps: int,
+    seed: int,
+    every: int,
+    procs: int,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    """The batched side: candidates split round-robin over `procs` processes."""
+    """The batched side: candidates split round-robin over `procs` processes, each one's
+    networks and update on `device` (the same split on any device: only the device differs)."""
     clock = _Clock()
     groups = [cands[i::procs] for i in range(procs) if cands[i::procs]]
     # Fewer groups than processes (K=1: a session's shape): each group steps on more threads.
@@ -139,6 +153,7 @@ def run_batched(
                 "timesteps": timesteps,
                 "seed": seed,
                 "eval_every": every,
+                "device": device,
                 "out_dir": str(Path(tmp) / f"p{i}"),
                 "candidates": group,
             }
@@ -154,8 +169,15 @@ def run_batched(
     seconds: dict[str, float] = {}
     for r in results:
         for key, value in r["seconds"].items():
-            seconds[key] = round(seconds.get(key, 0.0) + value, 1)
-    return {"wall_s": wall, "runs": runs, "evals": clock.evals, "seconds": seconds}
+            # Milliseconds kept: a tiny run's physics is a few hundredths of a second.
+            seconds[key] = round(seconds.get(key, 0.0) + value, 3)
+    return {
+        "wall_s": wall,
+        "runs": runs,
+        "evals": clock.evals,
+        "seconds": seconds,
+        "device": results[0]["device"],
+    }
 
 
 def run_per_candidate(
@@ -230,6 +252,7 @@ def _figures(side: dict[str, Any], names: list[str], target: float, procs: int) 
         "final_returns": finals,
         "reached_target": sum(t is not None for t in times),
         "time_to_target_all_s": None if None in times else max(t for t in times if t is not None),
+        **({"device": side["device"]} if "device" in side else {}),
         **({"seconds": side["seconds"]} if "seconds" in side else {}),
         **({"per_sample_us": per_sample(side["seconds"], steps)} if "seconds" in side else {}),
     }
@@ -258,16 +281,23 @@ def bench_candidates(
     ppo: dict[str, Any] | None = None,
     say: Line | None = None,
     physics_seconds: float = 3.0,
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """The env's bare physics on `procs` processes, then the sides on K candidates, one after
-    the other; their figures side by side, each with its share of that physics."""
+    the other; their figures side by side, each with its share of that physics. `device`: the
+    batched side's ("cpu", "cuda" or "auto"); on a GPU the batched side runs on the CPU too
+    (`batched_cpu`), after it."""
     if not 1 <= k <= MAX_CANDIDATES:
         raise BenchError(f"--candidates must be between 1 and {MAX_CANDIDATES} (got {k})")
     if timesteps <= 0:
         raise BenchError(f"--timesteps must be positive (got {timesteps})")
-    unknown = [s for s in sides if s not in SIDES]
+    unknown = [s for s in sides if s not in KNOWN_SIDES]
     if unknown:
-        raise BenchError(f"--sides: unknown {unknown}; known: {', '.join(SIDES)}")
+        raise BenchError(f"--sides: unknown {unknown}; known: {', '.join(KNOWN_SIDES)}")
+    dev = bench_device(device)
+    if dev != "cpu" and "batched" in sides and BATCHED_CPU not in sides:
+        at = sides.index("batched") + 1
+        sides = (*sides[:at], BATCHED_CPU, *sides[at:])
     goal = target if target is not None else DEFAULT_TARGETS.get(env_id)
     if goal is None:
         raise BenchError(f"{env_id}: no default target; give --target")
@@ -283,7 +313,12 @@ def bench_candidates(
             raise BenchError(f"--ppo: {exc}") from None
     cands = candidates(env_id, k, ppo)
     names = [c["name"] for c in cands]
-    runners = {"batched": run_batched, "per_candidate": run_per_candidate, "plain": run_plain}
+    runners: dict[str, Callable[..., dict[str, Any]]] = {
+        "batched": partial(run_batched, device=dev),
+        BATCHED_CPU: partial(run_batched, device="cpu"),
+        "per_candidate": run_per_candidate,
+        "plain": run_plain,
+    }
     out: dict[str, Any] = {
         "env_id": env_id,
         "timesteps_per_candidate": timesteps,
@@ -292,6 +327,7 @@ def bench_candidates(
         "eval_every": every,
         "seed": seed,
         "target": goal,
+        "device": dev,
         "weights": {c["name"]: c["weights"] for c in cands},
         "ppo_overrides": dict(ppo or {}),
     }
@@ -302,7 +338,8 @@ def bench_candidates(
         say(physics_line(out["physics"]))
     for side in sides:
         if say:
-            say(f"{side}: {k} candidates x {timesteps:,} steps on {procs} processes ...")
+            where = f", networks on {dev}" if side == "batched" and dev != "cpu" else ""
+            say(f"{side}: {k} candidates x {timesteps:,} steps on {procs} processes{where} ...")
         raw = runners[side](env_id, cands, timesteps, seed, every, procs)
         fig = out[side] = _figures(raw, names, goal, procs)
         fig["physics_share"] = share(fig["steps_per_second"], out["physics"])
@@ -318,8 +355,14 @@ def bench_candidates(
 
 def table(out: dict[str, Any]) -> list[str]:
     """The side-by-side tables, as aligned text lines."""
-    sides = [s for s in SIDES if s in out]
-    label = {"batched": "batched", "per_candidate": "per-candidate", "plain": "plain SB3"}
+    sides = [s for s in KNOWN_SIDES if s in out]
+    device = out.get("device", "cpu")
+    label = {
+        "batched": "batched" if device == "cpu" else f"batched {device}",
+        BATCHED_CPU: "batched cpu",
+        "per_candidate": "per-candidate",
+        "plain": "plain SB3",
+    }
 
     def cell(v: Any) -> str:
         if v is None:

@@ -9,8 +9,9 @@ they are evaluated at the same timesteps.
 
 - ours: the real confined child (`run_child(job.TRAIN, ...)`): our preset on the batched
   engine (a batch of one, physics and update on every core), and a sandboxed reward file that
-  rebuilds the env's reward
-  from its info dict (checked against the env's reward before training).
+  rebuilds the env's reward from its info dict (checked against the env's reward before
+  training). With a GPU `device` its networks and update run there, and the side runs again
+  on the CPU (`ours_cpu`), so that both figures come from one invocation.
 - plain: `python -m workers.local.bench_plain`: `PPO("MlpPolicy", gym.make(env_id))`
   with SB3's defaults (one env, no VecNormalize, torch's default threads), no sandbox.
 
@@ -89,6 +90,17 @@ class BenchError(RuntimeError):
     """The bench cannot run or a side failed; the message is one line."""
 
 
+def bench_device(device: str) -> str:
+    """The batched side's torch device as the training child names it ("cpu", "cuda:0");
+    BenchError naming --device where it cannot be used (a GPU torch does not see)."""
+    from activities.training.batched.device import DeviceError, resolve_device
+
+    try:
+        return str(resolve_device(device, "--device"))
+    except DeviceError as exc:
+        raise BenchError(str(exc)) from None
+
+
 def reward_source(env_id: str) -> str:
     """The reward file that rebuilds the env's own reward from its info dict."""
     return _REWARD_TEMPLATE.format(
@@ -133,10 +145,17 @@ def check_reward(env_id: str, steps: int = 200, seed: int = 0, tol: float = 1e-6
 
 
 def run_ours(
-    env_id: str, timesteps: int, eval_every: int, seed: int, out_dir: Path, on_eval: OnEval
+    env_id: str,
+    timesteps: int,
+    eval_every: int,
+    seed: int,
+    out_dir: Path,
+    on_eval: OnEval,
+    device: str = "cpu",
+    side: str = "ours",
 ) -> dict[str, Any]:
-    """Our side: the real confined child trains on the rebuilt reward, evaluating as it goes;
-    its evaluations and settings."""
+    """Our side: the real confined child trains on the rebuilt reward, evaluating as it goes,
+    its networks on `device` ("cpu", "cuda" or "auto"); its evaluations and settings."""
     req = ChildRequest(
         env_id=env_id,
         reward_source=reward_source(env_id),
@@ -145,11 +164,12 @@ def run_ours(
         seed=seed,
         eval_every=eval_every,
         threads=cores(),  # a session's single run gets the worker's cores
+        device=device,
     )
 
     def on_event(event: dict[str, Any]) -> None:
         if event.get("event") == "eval":
-            on_eval("ours", event)
+            on_eval(side, event)
 
     result = _run_sync(lambda: run_child(job.TRAIN, req, out_dir, on_event, stall_s=600))
     lines = (out_dir / "metrics" / "evals.jsonl").read_text().splitlines()
@@ -161,6 +181,7 @@ def run_ours(
         "torch_threads": result["torch_threads"],
         "n_envs": hp["n_envs"],
         "batch": hp["n_envs"] * hp["n_steps"],
+        "device": result["engine"]["device"],
     }
 
 
@@ -241,21 +262,32 @@ def bench(
     seed: int = 0,
     on_eval: OnEval | None = None,
     physics_seconds: float = 3.0,
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """The env's bare physics on one process (each side trains on one), then both sides, one
     after the other, and their figures side by side with their share of that physics;
-    BenchError when the env's reward cannot be rebuilt or a side fails."""
+    BenchError when the env's reward cannot be rebuilt or a side fails. `device`: our side's
+    ("cpu", "cuda" or "auto"; on a GPU our side runs on the CPU too, as `ours_cpu`)."""
+
     if timesteps <= 0:
         raise BenchError(f"timesteps must be positive (got {timesteps})")
     every = eval_every or max(1, timesteps // 10)
     goal = target if target is not None else DEFAULT_TARGETS.get(env_id)
     if goal is None:
         raise BenchError(f"{env_id}: no default target; give --target")
+    dev = bench_device(device)
     check_reward(env_id, seed=seed)
     report = on_eval or (lambda _side, _event: None)
     physics = bare_physics(env_id, 1, seconds=physics_seconds)
-    with tempfile.TemporaryDirectory(prefix="pf-bench-train-") as tmp:
-        ours = run_ours(env_id, timesteps, every, seed, Path(tmp), report)
+    # The child is asked for "cuda" (not "auto") once a GPU is seen here: it fails rather than
+    # fall back to the CPU unseen.
+    runs = {"ours": "cpu" if dev == "cpu" else "cuda"}
+    if dev != "cpu":
+        runs["ours_cpu"] = "cpu"
+    sides: dict[str, dict[str, Any]] = {}
+    for side, on in runs.items():
+        with tempfile.TemporaryDirectory(prefix="pf-bench-train-") as tmp:
+            sides[side] = run_ours(env_id, timesteps, every, seed, Path(tmp), report, on, side)
     plain = run_plain(env_id, timesteps, every, seed, report)
     out: dict[str, Any] = {
         "env_id": env_id,
@@ -264,10 +296,11 @@ def bench(
         "seed": seed,
         "target": goal,
         "physics": physics,
-        "ours": _figures(ours, goal),
+        "device": dev,
+        **{side: _figures(figures, goal) for side, figures in sides.items()},
         "plain": _figures(plain, goal),
     }
-    for side in ("ours", "plain"):
+    for side in (*sides, "plain"):
         out[side]["physics_share"] = share(out[side]["steps_per_second"], physics)
     out["steps_per_second_ratio"] = round(
         out["ours"]["steps_per_second"] / max(out["plain"]["steps_per_second"], 1e-9), 2
@@ -276,8 +309,11 @@ def bench(
 
 
 def table(out: dict[str, Any]) -> list[str]:
-    """The side-by-side table, as aligned text lines."""
-    ours, plain = out["ours"], out["plain"]
+    """The side-by-side table, as aligned text lines (a column for `ours_cpu` when our side
+    also ran on the CPU beside a GPU)."""
+    sides = [s for s in ("ours", "ours_cpu", "plain") if s in out]
+    device = out.get("device", "cpu")
+    heads = {"ours": "ours" if device == "cpu" else f"ours {device}", "ours_cpu": "ours cpu"}
 
     def secs(v: float | None) -> str:
         return "not reached" if v is None else f"{v:,.1f}"
@@ -285,26 +321,21 @@ def table(out: dict[str, Any]) -> list[str]:
     def steps(v: int | None) -> str:
         return "-" if v is None else f"{v:,}"
 
-    rows = [
-        ("steps/s (evals excluded)", f"{ours['steps_per_second']:,.0f}",
-         f"{plain['steps_per_second']:,.0f}"),
-        ("train wall (s)", f"{ours['train_wall_s']:,.1f}", f"{plain['train_wall_s']:,.1f}"),
-        ("final eval return", f"{ours['final_eval_return']:,.1f}",
-         f"{plain['final_eval_return']:,.1f}"),
-        ("best eval return", f"{ours['best_eval_return']:,.1f}",
-         f"{plain['best_eval_return']:,.1f}"),
-        (f"time to {out['target']:g} (s)", secs(ours["time_to_target_s"]),
-         secs(plain["time_to_target_s"])),
-        ("timesteps to target", steps(ours["timesteps_to_target"]),
-         steps(plain["timesteps_to_target"])),
-        ("evaluations", str(len(ours["evals"])), str(len(plain["evals"]))),
-        ("envs x torch threads", f"{ours['n_envs']} x {ours['torch_threads']}",
-         f"{plain['n_envs']} x {plain['torch_threads']}"),
-        ("share of bare physics", f"{ours['physics_share']:.0%}",
-         f"{plain['physics_share']:.0%}"),
-    ]  # fmt: skip
-    lines = [f"{'':<26}{'ours':>14}{'plain SB3':>14}"]
-    lines += [f"{label:<26}{a:>14}{b:>14}" for label, a, b in rows]
+    rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("steps/s (evals excluded)", lambda f: f"{f['steps_per_second']:,.0f}"),
+        ("train wall (s)", lambda f: f"{f['train_wall_s']:,.1f}"),
+        ("final eval return", lambda f: f"{f['final_eval_return']:,.1f}"),
+        ("best eval return", lambda f: f"{f['best_eval_return']:,.1f}"),
+        (f"time to {out['target']:g} (s)", lambda f: secs(f["time_to_target_s"])),
+        ("timesteps to target", lambda f: steps(f["timesteps_to_target"])),
+        ("evaluations", lambda f: str(len(f["evals"]))),
+        ("envs x torch threads", lambda f: f"{f['n_envs']} x {f['torch_threads']}"),
+        ("share of bare physics", lambda f: f"{f['physics_share']:.0%}"),
+    ]
+    lines = [f"{'':<26}" + "".join(f"{heads.get(s, 'plain SB3'):>14}" for s in sides)]
+    lines += [
+        f"{label:<26}" + "".join(f"{cell(out[s]):>14}" for s in sides) for label, cell in rows
+    ]
     lines.append(f"steps/s ratio (ours / plain): {out['steps_per_second_ratio']:.2f}")
     lines.append(physics_line(out["physics"]))
     return lines

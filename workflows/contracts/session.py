@@ -17,7 +17,7 @@ from workflows.contracts.judging import (
     Judgment,
     VisualCriteria,
 )
-from workflows.contracts.queues import DEFAULT_QUEUE_PREFIX
+from workflows.contracts.queues import DEFAULT_QUEUE_PREFIX, Accelerator
 from workflows.contracts.training import MAX_CONFIGS, RewardArtifact, TrainResult
 from workflows.contracts.usage import LLMUsage
 
@@ -77,6 +77,9 @@ class SessionInput(UserInput):
     session_id: str | None = None
     # Worker pools polled: <prefix>-llm, <prefix>-train, <prefix>-judge.
     queue_prefix: str = DEFAULT_QUEUE_PREFIX
+    # Where the train pool's work runs: any training worker (the shared queue), or only GPU
+    # or only CPU ones (<prefix>-train-gpu, <prefix>-train-cpu).
+    accelerator: Accelerator = "any"
     # Distinct reward candidates written (and trained) per iteration.
     candidates: int = 1
     # PPO hyperparameter configs trained per candidate: the env's preset, then variants of it
@@ -283,6 +286,14 @@ class SessionStatus(Contract):
     feedback_pending: int = 0
     signal_errors: list[str] = Field(default_factory=list)  # invalid signals, newest last
     runs: int = 1  # workflow runs so far: a long session continues as new between iterations
+    # What the session asked for, and the queue its train-pool work waits on when that is not
+    # any (None: the shared one).
+    accelerator: Accelerator = "any"
+    train_queue: str | None = None
+    # "waiting for a GPU training worker (no worker polls queue ...)": set by the clients that
+    # show the status (`policyforge status`, the dashboard) from the queue's pollers, which a
+    # workflow cannot see; never by the workflow.
+    waiting: str | None = None
 
 
 class SessionCarry(Contract):

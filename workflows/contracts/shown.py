@@ -35,3 +35,14 @@ def shown(text: object, limit: int | None = None) -> str:
     if raw.isprintable():
         return raw
     return "".join(_escaped(ch) if unicodedata.category(ch) in _HIDDEN else ch for ch in raw)
+
+
+# What makes markdown of inline text: emphasis, code, links and images, raw HTML, table cells.
+_MARKDOWN = set("\\`*_[]<>!|~")
+
+
+def shown_markdown(text: object, limit: int | None = None) -> str:
+    """`shown(text, limit)` for a markdown page (the Temporal Web UI's details): its markup
+    characters backslash-escaped, so a diagnosis cannot make a link, an image that fetches a
+    URL, or a table cell."""
+    return "".join(f"\\{ch}" if ch in _MARKDOWN else ch for ch in shown(text, limit))

@@ -4,7 +4,8 @@ The stacked networks are SB3's `MlpPolicy` shapes (separate actor and critic MLP
 per action), so candidate k's slice copies into a freshly built PPO model layer by layer, and
 its normalisation statistics into a VecNormalize: `save_policy` then writes the same model.zip
 (with policyforge.json) and vecnormalize.npz as today's trainer, which evaluation, warm starts
-and `PPO.load` read unchanged.
+and `PPO.load` read unchanged. The SB3 model is a CPU one whatever the engine's device: the
+candidate's weights are copied to the host first.
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ if TYPE_CHECKING:
 
 
 def _copy(stacked: StackedMLP, k: int, layers: list[nn.Linear], inputs: torch.Tensor) -> None:
-    """Candidate k's layers into SB3's, its first layer's input rows times `inputs` (the rows
-    past `inputs`, other candidates' padding, left out)."""
+    """Candidate k's layers (host copies) into SB3's, its first layer's input rows times
+    `inputs` (the rows past `inputs`, other candidates' padding, left out)."""
     for i, (w, b, linear) in enumerate(zip(stacked.weights, stacked.biases, layers, strict=True)):
-        weight = w[k][: len(inputs)] * inputs[:, None] if i == 0 else w[k]
+        wk, bk = w[k].detach().cpu(), b[k, 0].detach().cpu()
+        weight = wk[: len(inputs)] * inputs[:, None] if i == 0 else wk
         linear.weight.copy_(weight.T)
-        linear.bias.copy_(b[k, 0])
+        linear.bias.copy_(bk)
 
 
 def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
@@ -89,7 +91,7 @@ def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
         centre = torch.as_tensor(ppo.action_centre, dtype=torch.float32)
         action_net.weight.mul_(s)
         action_net.bias.copy_(s * action_net.bias + (1 - s) * centre)
-        policy.log_std.copy_(ppo.policy.log_std[k] + float(np.log(s)))
+        policy.log_std.copy_(ppo.policy.log_std[k].detach().cpu() + float(np.log(s)))
     model.num_timesteps = ppo.steps_done
     return model
 
@@ -98,9 +100,11 @@ def to_sb3(ppo: BatchedPPO, k: int) -> PPO:
 def global_rngs_kept() -> Iterator[None]:
     """Python's, numpy's and torch's global generators as they were: SB3 reseeds all three
     when it builds a model, and an export in the middle of training (an evaluation checkpoint)
-    must not change the training's exploration noise."""
+    must not change the training's exploration noise. torch's seeding reaches the GPUs' too:
+    theirs are kept where CUDA has started (an engine on a GPU draws its noise there)."""
     py_state, np_state = random.getstate(), np.random.get_state()
-    with torch.random.fork_rng(devices=[]):
+    gpus = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=gpus):
         try:
             yield
         finally:

@@ -86,8 +86,13 @@ class StackedActorCritic(nn.Module):
         (K, B), (K, B)."""
         mean = self.actor(obs)
         std = self.log_std.exp().unsqueeze(1)
-        actions = mean + std * torch.randn_like(mean)
+        actions = mean + std * self.noise(mean)
         return actions, self._log_prob(actions, mean), self.value(obs)
+
+    def noise(self, mean: torch.Tensor) -> torch.Tensor:
+        """Standard normal exploration noise shaped as `mean`, from torch's generator of the
+        device it is on (seeded by torch.manual_seed with the CPU's)."""
+        return torch.randn_like(mean)
 
     def evaluate(
         self, obs: torch.Tensor, actions: torch.Tensor

@@ -9,7 +9,8 @@ gradient clipping and Adam step its own. The algorithm is Stable-Baselines3's PP
 surrogate, unclipped value loss, per-minibatch advantage normalisation, GAE, time-limit
 bootstrap, VecNormalize's statistics), so a candidate trains as today's per-candidate trainer
 would with the same preset; what candidates must share is the shape of the batch (envs, steps,
-minibatch, epochs, network), see `batch_shape`.
+minibatch, epochs, network), see `batch_shape`. The networks, their update and Adam's state run
+on `device` (device.py: "cpu", the default, or a GPU); physics and rewards stay on the host.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 
 from activities.sandbox.reward_code import RewardLoadError
+from activities.training.batched.device import HostLink, resolve_device
 from activities.training.batched.envs import BatchEnvs, Transitions
 from activities.training.batched.normalize import StackedNormalizer
 from activities.training.batched.policy import StackedActorCritic
@@ -99,7 +101,11 @@ class BatchedPPO:
         threads: int = 1,
         precision: str | None = None,
         drop_faulty: bool = False,
+        device: str | torch.device = "cpu",
     ) -> None:
+        # First: a GPU asked for where there is none fails before anything is built.
+        self.device = resolve_device(device)
+        self.link = HostLink(self.device)
         self.k = len(candidates)
         # A candidate whose reward code fails mid-training: dropped (its rewards zero from
         # then on) with its one-line error, so that the others train on; else the error ends
@@ -166,6 +172,7 @@ class BatchedPPO:
             norm_reward=bool(shape["norm_reward"]),
             clip_obs=float(shape["clip_obs"]),
         )
+        # Initialised on the CPU from its generator (the same weights on every device), then moved.
         self.policy = StackedActorCritic(
             self.k,
             self.in_dim,
@@ -174,7 +181,7 @@ class BatchedPPO:
             str(shape["activation"]),
             bool(shape["ortho_init"]),
             torch.tensor(per("log_std_init"), dtype=torch.float32),
-        )
+        ).to(self.device)
         self.params = list(self.policy.parameters())
         self.adam_m = [torch.zeros_like(p) for p in self.params]
         self.adam_v = [torch.zeros_like(p) for p in self.params]
@@ -289,12 +296,12 @@ class BatchedPPO:
         bootstrap = np.zeros((t, k, e), dtype=np.float32)
         transitions: list[Transitions] = []
         gamma = self.gamma.reshape(k, 1).astype(np.float32)
+        link = self.link
         with torch.no_grad():
             for step in range(t):
                 started = time.perf_counter()
-                x = torch.from_numpy(self.obs_n)
-                act, lp, val = self.policy.sample(x)
-                a = act.numpy()
+                x = link.to_device("obs", self.obs_n)
+                a, lp, val = link.to_host(*self.policy.sample(x))
                 self.seconds["policy"] += time.perf_counter() - started
                 out = self.envs.step(self.env_actions(a).reshape(k * e, -1))
                 final, extras = self._track(out)
@@ -310,10 +317,10 @@ class BatchedPPO:
                     # A time limit is not the end of the task: bootstrap from the value of the
                     # last observation, as SB3 does for TimeLimit.truncated.
                     last = self._policy_obs(self._with_extras(self._grouped(out.next_obs), final))
-                    v = self.policy.value(torch.from_numpy(last)).numpy()
+                    [v] = link.to_host(self.policy.value(link.to_device("last", last)))
                     bootstrap[step] = np.where(trunc, gamma * v, 0.0)
                 self.starts = done
-            last_values = self.policy.value(torch.from_numpy(self.obs_n)).numpy()
+            [last_values] = link.to_host(self.policy.value(link.to_device("obs", self.obs_n)))
         return {
             "obs": obs,
             "actions": actions,
@@ -408,11 +415,12 @@ class BatchedPPO:
 
     def _update(self, batch: dict[str, Any], adv: np.ndarray, ret: np.ndarray) -> None:
         k, n = self.k, self.t * self.e
+        dev = self.device
 
         def flat(x: np.ndarray) -> torch.Tensor:
-            # (T, K, E, ...) -> (K, T*E, ...)
+            # (T, K, E, ...) -> (K, T*E, ...), on the device
             x = np.ascontiguousarray(np.swapaxes(x, 0, 1))
-            return torch.from_numpy(x.reshape(k, n, *x.shape[3:]))
+            return self.link.batch(x.reshape(k, n, *x.shape[3:]))
 
         obs, actions = flat(batch["obs"]), flat(batch["actions"])
         old_logp = flat(batch["logp"])
@@ -420,19 +428,21 @@ class BatchedPPO:
         # SB3 reads the schedule after the rollout is counted: the last update's rate is 0.
         remaining = max(0.0, 1.0 - (self.steps_done + n) / self.timesteps)
         lr = np.where(self.linear_lr, self.lr * remaining, self.lr)
-        lr_t = torch.tensor(lr, dtype=torch.float32)
-        clip = torch.tensor(self.clip, dtype=torch.float32).reshape(k, 1)
-        ent = torch.tensor(self.ent, dtype=torch.float32)
-        vf = torch.tensor(self.vf, dtype=torch.float32)
-        max_grad = torch.tensor(self.max_grad, dtype=torch.float32)
+        lr_t = torch.tensor(lr, dtype=torch.float32, device=dev)
+        clip = torch.tensor(self.clip, dtype=torch.float32, device=dev).reshape(k, 1)
+        ent = torch.tensor(self.ent, dtype=torch.float32, device=dev)
+        vf = torch.tensor(self.vf, dtype=torch.float32, device=dev)
+        max_grad = torch.tensor(self.max_grad, dtype=torch.float32, device=dev)
         size = min(self.batch_size, n)
-        sums = torch.zeros(5, k)  # policy, value, entropy loss, approx KL, clip fraction
+        # policy, value, entropy loss, approx KL, clip fraction: read back once, after the epochs
+        sums = torch.zeros(5, k, device=dev)
         batches = 0
         for _ in range(self.epochs):
-            order = torch.from_numpy(self.rng.permutation(n))
+            # numpy's generator draws the order (as before devices); the indexing is on the device
+            order = torch.from_numpy(self.rng.permutation(n)).to(dev)
             for lo in range(0, n, size):
                 idx = order[lo : lo + size]
-                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=self.bf16):
                     values, logp, entropy = self.policy.evaluate(obs[:, idx], actions[:, idx])
                 values, logp = values.float(), logp.float()
                 a = advantages[:, idx]
@@ -463,8 +473,9 @@ class BatchedPPO:
         loss of the last one; explained variance of the rollout's values)."""
         values = np.swapaxes(batch["values"], 0, 1).reshape(self.k, -1)
         returns = np.swapaxes(batch["returns"], 0, 1).reshape(self.k, -1)
-        std = self.policy.log_std.detach().exp().mean(1)
-        rows = means.detach().numpy()
+        std = self.policy.log_std.detach().exp().mean(1).cpu().numpy()
+        rows = means.detach().cpu().numpy()
+        losses = loss.detach().cpu().numpy()
         for c, stats in enumerate(self.stats):
             var = float(np.var(returns[c]))
             residual = float(np.var(returns[c] - values[c]))
@@ -476,7 +487,7 @@ class BatchedPPO:
                 "approx_kl": float(rows[3, c]),
                 "clip_fraction": float(rows[4, c]),
                 "explained_variance": explained,
-                "loss": float(loss[c].detach()),
+                "loss": float(losses[c]),
                 "action_std": float(std[c]),
                 "learning_rate": float(lr[c]),
             }
@@ -490,7 +501,7 @@ class BatchedPPO:
         for p in self.params:
             assert p.grad is not None
             grads.append(p.grad)
-        norms = torch.zeros(k)
+        norms = torch.zeros(k, device=self.device)
         for grad in grads:
             norms += grad.reshape(k, -1).pow(2).sum(1)
         scale = torch.clamp(max_grad / (norms.sqrt() + 1e-6), max=1.0)
@@ -521,10 +532,8 @@ class BatchedPPO:
         if extras is None:
             extras = np.zeros((*obs.shape[:2], self.extra), dtype=np.float32)
         with torch.no_grad():
-            x = torch.from_numpy(
-                self._policy_obs(self._with_extras(obs, extras)).astype(np.float32)
-            )
-            mean = self.policy.actor(x).numpy()
+            x = self._policy_obs(self._with_extras(obs, extras)).astype(np.float32)
+            mean = self.policy.actor(self.link.batch(x)).cpu().numpy()
         space = self.envs.action_space
         return np.clip(self.env_actions(mean), space.low, space.high)
 

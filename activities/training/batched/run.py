@@ -2,12 +2,13 @@
 candidates (`job.TRAIN_BATCH`) or a session's single PPO run (`job.TRAIN`, a batch of one).
 
 The members of one request (candidates x configs of one seed that share a batch shape) train
-together in a `BatchedPPO`, each reward in its own sandbox, physics and update on `threads`
-cores. A run emits progress, writes a resumable checkpoint every `checkpoint_every` steps (of
-every member: `state.py`) and resumes from one; at the end each member gets the files the SB3
-trainer writes, in its folder (<out>/<member name>/, or <out> itself for a single run):
-model.zip and vecnormalize.npz (plain SB3), summary.json, metrics/scalars.jsonl (SB3's names)
-and TensorBoard events. Between updates (`between_updates.py`) it keeps the evaluation
+together in a `BatchedPPO`, each reward in its own sandbox, physics on `threads` cores and the
+networks and update on the request's `device` (the CPU's cores, or a GPU). A run emits
+progress, writes a resumable checkpoint every `checkpoint_every` steps (of every member:
+`state.py`) and resumes from one; at the end each member gets the files the SB3 trainer writes,
+in its folder (<out>/<member name>/, or <out> itself for a single run): model.zip and
+vecnormalize.npz (plain SB3), summary.json, metrics/scalars.jsonl (SB3's names) and
+TensorBoard events. Between updates (`between_updates.py`) it keeps the evaluation
 checkpoints at 25/50/75/100% (handed over to the evaluator beside it with `eval_handoff`),
 plans its steps from a time budget (`max_seconds`), and stops early when the activity has
 seen a checkpoint pass (the marker `stop_at_pass.json` in <out>).
@@ -99,6 +100,7 @@ def train_members(
         env_kwargs=req.env_kwargs,
         threads=threads,
         drop_faulty=drop_faulty,
+        device=req.device,
     )
     resumed: int | None = None
     scalars: list[list[dict[str, Any]]] = [[] for _ in candidates]
@@ -276,6 +278,8 @@ def _summary(
             "threads": ppo.threads,
             "physics_threads": ppo.envs.stepper.chosen,
             "seconds": dict(ppo.seconds),
+            # Where the networks and the update ran ("cpu", "cuda:0"); physics is on the cores.
+            "device": str(ppo.device),
         },
         "torch_threads": torch.get_num_threads(),
         **({"fault": fault} if fault is not None else {}),

@@ -1,9 +1,11 @@
 """A batch's whole training state as files, for resuming after the process dies.
 
 batch_state.npz holds the arrays (every candidate's parameters and Adam moments, the
-normalisation statistics, torch's RNG state) and batch_state.json the counters, numpy's RNG
-state and each candidate's episode record; neither is a pickle, so a checkpoint downloaded
-from storage is read as data only. A resumed batch starts fresh episodes (as SB3's resume
+normalisation statistics, torch's RNG states: the CPU's, and the GPU's for an engine on one)
+and batch_state.json the counters, numpy's RNG state and each candidate's episode record;
+neither is a pickle, so a checkpoint downloaded from storage is read as data only. The arrays
+are saved from host copies and loaded onto the engine's device, whichever it is (a checkpoint
+moves between CPU and GPU engines). A resumed batch starts fresh episodes (as SB3's resume
 does); everything it learned carries over.
 """
 
@@ -18,6 +20,7 @@ import numpy as np
 import torch
 
 from activities.runner.protocol import BATCH_CHECKPOINT_FILES
+from activities.training.batched.device import rng_state, set_rng_state
 from activities.training.batched.ppo import CandidateStats
 
 if TYPE_CHECKING:
@@ -32,14 +35,14 @@ def save_state(ppo: BatchedPPO, folder: Path, extra: dict[str, Any] | None = Non
     folder.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {}
     for i, (p, m, v) in enumerate(zip(ppo.params, ppo.adam_m, ppo.adam_v, strict=True)):
-        arrays[f"param_{i}"] = p.detach().numpy()
-        arrays[f"adam_m_{i}"] = m.numpy()
-        arrays[f"adam_v_{i}"] = v.numpy()
+        arrays[f"param_{i}"] = p.detach().cpu().numpy()
+        arrays[f"adam_m_{i}"] = m.cpu().numpy()
+        arrays[f"adam_v_{i}"] = v.cpu().numpy()
     norm = ppo.norm
     for name, stats in (("obs", norm.obs_rms), ("ret", norm.ret_rms)):
         arrays[f"{name}_mean"], arrays[f"{name}_var"] = stats.mean, stats.var
         arrays[f"{name}_count"] = stats.count
-    arrays["torch_rng"] = torch.get_rng_state().numpy()
+    arrays.update(rng_state(ppo.device))
     with open(folder / STATE_FILES[0], "wb") as f:
         np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub: a key could be allow_pickle
     meta = {
@@ -69,14 +72,14 @@ def load_state(ppo: BatchedPPO, folder: Path) -> tuple[int, dict[str, Any]]:
             saved = arrays[f"param_{i}"]
             if saved.shape != tuple(p.shape):
                 raise ValueError(f"checkpoint parameter {i} has shape {saved.shape}, not {p.shape}")
-            p.copy_(torch.from_numpy(saved))
-            m.copy_(torch.from_numpy(arrays[f"adam_m_{i}"]))
-            v.copy_(torch.from_numpy(arrays[f"adam_v_{i}"]))
+            p.copy_(torch.from_numpy(saved).to(p.device))
+            m.copy_(torch.from_numpy(arrays[f"adam_m_{i}"]).to(m.device))
+            v.copy_(torch.from_numpy(arrays[f"adam_v_{i}"]).to(v.device))
     norm = ppo.norm
     for name, stats in (("obs", norm.obs_rms), ("ret", norm.ret_rms)):
         stats.mean, stats.var = arrays[f"{name}_mean"], arrays[f"{name}_var"]
         stats.count = arrays[f"{name}_count"]
-    torch.set_rng_state(torch.from_numpy(arrays["torch_rng"]))
+    set_rng_state(ppo.device, arrays)
     ppo.steps_done, ppo.updates, ppo.adam_t = meta["steps_done"], meta["updates"], meta["adam_t"]
     ppo.rng.bit_generator.state = meta["numpy_rng"]
     ppo.stats = [CandidateStats(**s) for s in meta["stats"]]
