@@ -54,7 +54,7 @@ SIDES = ("batched", "per_candidate", "plain")
 # The batched side again on the CPU, beside a batched side on a GPU (bench_candidates' device).
 BATCHED_CPU = "batched_cpu"
 KNOWN_SIDES = ("batched", BATCHED_CPU, "per_candidate", "plain")
-MAX_CANDIDATES = 64
+MAX_CANDIDATES = 256  # a GPU batches hundreds
 # Candidate i scales the env's forward and control terms by these factors (cycled): the env's
 # own reward first, then cheaper and dearer control, then more and less forward drive.
 WEIGHTINGS: tuple[tuple[float, float], ...] = (
@@ -142,8 +142,9 @@ def run_batched(
     networks and update on `device` (the same split on any device: only the device differs)."""
     clock = _Clock()
     groups = [cands[i::procs] for i in range(procs) if cands[i::procs]]
-    # Fewer groups than processes (K=1: a session's shape): each group steps on more threads.
-    threads = max(1, procs // len(groups))
+    # The machine's cores shared by the groups: fewer processes than cores (K=1, a session's
+    # shape, or a few large groups around one GPU) step their physics on more threads each.
+    threads = max(1, max(procs, os.cpu_count() or 1) // len(groups))
     with tempfile.TemporaryDirectory(prefix="pf-bench-batched-") as tmp:
 
         def one(i: int, group: list[dict[str, Any]]) -> dict[str, Any]:
