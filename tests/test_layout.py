@@ -2,8 +2,10 @@
 name (`importlib.import_module("...")`, `__import__("...")` with a literal name).
 
 - No import cycle among the house's modules, the test suite's included.
-- Product code (`workflows`, `activities`, `workers`) never imports the test suite: the image
-  carries no `tests/`.
+- Product code (`workflows`, `activities`, `workers`, `policyforge`) never imports the test
+  suite: the image carries no `tests/`.
+- The public import surface (`policyforge`) is a facade: no other package imports it, so the
+  CLI and the workers stand without it.
 - The workflow imports no activity or worker module (it runs in Temporal's sandbox, and it calls
   activities through `workflows/contracts/activities.py` only).
 - Activities import no worker module.
@@ -19,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("workflows", "activities", "workers")
+PACKAGES = ("workflows", "activities", "workers", "policyforge")
 TESTS = "tests"
 STAGES = ("activities.llm", "activities.training", "activities.judging")
 SHARED = (
@@ -150,6 +152,11 @@ def test_no_import_cycles() -> None:
 
 def test_product_code_never_imports_the_test_suite() -> None:
     assert _violations(lambda m, t: _within(m, PACKAGES) and _within(t, TESTS)) == []
+
+
+def test_nothing_in_the_product_imports_the_public_facade() -> None:
+    inner = ("workflows", "activities", "workers")
+    assert _violations(lambda m, t: _within(m, inner) and _within(t, "policyforge")) == []
 
 
 def test_the_rules_see_imports_by_name_and_from_tests() -> None:

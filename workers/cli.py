@@ -21,6 +21,8 @@ from typing import Any
 from workers.input_checks import check_session_input
 from workers.lessons import add_parser as lessons_parser
 from workers.local_commands import cmd_bench_sandbox, cmd_bench_train, cmd_check, cmd_train
+from workers.play import add_parser as play_parser
+from workers.session_list import add_parser as sessions_parser
 from workflows.contracts.session import ENV_IDS
 
 # Commands that send an update to a running session, and their help.
@@ -156,6 +158,8 @@ def _parser() -> argparse.ArgumentParser:
         "sees it); with a GPU the same side also runs on the CPU beside it",
     )
     lessons_parser(sub)
+    play_parser(sub)
+    sessions_parser(sub)
     return p
 
 
@@ -285,6 +289,12 @@ def _main(argv: list[str] | None) -> None:
     mark_not_dumpable()
     args = _parser().parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
+    if args.command not in ("dev", "demo"):
+        from workers.dev_record import apply_record
+
+        # Where a running `policyforge dev` listens, for what the settings leave out: links
+        # then open what runs. `ui` serves a dashboard of its own.
+        apply_record(os.environ, dashboard=args.command != "ui")
     from workers.logs import configure_logging
     from workers.settings import Settings
 
@@ -357,6 +367,14 @@ def _main(argv: list[str] | None) -> None:
             from workers.lessons import cmd_lessons
 
             cmd_lessons(args)
+        elif args.command == "play":
+            from workers.play import cmd_play
+
+            cmd_play(args)
+        elif args.command == "sessions":
+            from workers.session_list import cmd_sessions
+
+            cmd_sessions(args)
     except NoServerError as exc:
         raise SystemExit(f"error: {exc}") from None
     except KeyboardInterrupt:

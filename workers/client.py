@@ -14,7 +14,7 @@ import asyncio
 import os
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -23,6 +23,7 @@ from temporalio.runtime import Runtime
 from workers.settings import Settings
 
 _TRUE = ("1", "true", "yes")
+T = TypeVar("T")
 
 
 class NoServerError(RuntimeError):
@@ -49,6 +50,16 @@ def connect_config(
     """`Client.connect`'s target_host, namespace, api_key, tls and rpc_metadata from the
     profile and the environment (`profile=False`: the environment only, as for the server
     `policyforge dev` embeds); ClientConfigError when the configuration cannot be read."""
+    config = configured(environ, profile=profile)
+    config.setdefault("target_host", settings.address)
+    config.setdefault("namespace", settings.temporal_namespace)
+    return config
+
+
+def configured(environ: Mapping[str, str] | None = None, *, profile: bool = True) -> dict[str, Any]:
+    """What Temporal's client configuration sets by itself (the profile, the TEMPORAL_*
+    variables), before our local default: `policyforge dev`'s record fills in only what this
+    leaves out (workers/dev_record.py). ClientConfigError when it cannot be read."""
     from temporalio.envconfig import ClientConfig
 
     env = _environment(os.environ if environ is None else environ)
@@ -56,14 +67,11 @@ def connect_config(
     if profile and path and not Path(path).expanduser().is_file():
         raise ClientConfigError(f"TEMPORAL_CONFIG_FILE={path}: no such file")
     try:
-        config: dict[str, Any] = dict(
+        return dict(
             ClientConfig.load_client_connect_config(disable_file=not profile, override_env_vars=env)
         )
     except Exception as exc:  # noqa: BLE001 - the bridge's ConfigError and friends
         raise ClientConfigError(f"Temporal client configuration: {exc}") from None
-    config.setdefault("target_host", settings.address)
-    config.setdefault("namespace", settings.temporal_namespace)
-    return config
 
 
 async def connect(
@@ -109,3 +117,17 @@ def run_connected(go: Callable[[], Coroutine[Any, Any, None]]) -> None:
         sys.exit(f"error: {exc}")
     except KeyboardInterrupt:
         pass
+
+
+def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a client coroutine to its end from plain code (`policyforge.Session`, `load_policy`,
+    `policyforge play`): in this thread, or, where an event loop already runs here (a Jupyter
+    notebook), in a thread of its own, since asyncio.run refuses to nest."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()

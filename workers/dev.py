@@ -8,6 +8,13 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from workers.dev_record import (
+    DevRecord,
+    default_state_dir,
+    process_start,
+    remove_record,
+    write_record,
+)
 from workers.services import Endpoints, ServiceError, embedded_services, find_binary, port_in_use
 from workers.settings import Settings
 
@@ -40,6 +47,7 @@ def banner(
     embedded: list[str],
     metrics: bool = False,
     dashboard: bool = False,
+    record: Path | None = None,
 ) -> str:
     """What `policyforge dev` prints at start: where Temporal, S3 and the Web UI are, which of
     them are embedded, and how to start a session from another terminal."""
@@ -61,6 +69,11 @@ def banner(
         lines.append(f"  Web UI     {endpoints.ui_url}")
     if metrics:
         lines.append(f"  Metrics    http://localhost:{settings.metrics_port}/metrics")
+    if record is not None:
+        # Commands elsewhere find the record in the default state folder by themselves.
+        other = record.parent != default_state_dir()
+        where = f"; there, set POLICYFORGE_STATE_DIR={record.parent}" if other else ""
+        lines.append(f"  Record     {record}  (read by commands in other terminals{where})")
     lines.append(
         'Start a session in another terminal:  policyforge run "run forward" --env HalfCheetah-v5'
     )
@@ -93,6 +106,27 @@ def check_dashboard(settings: Settings) -> None:
         raise SystemExit(f"error: policyforge dev: {exc}") from None
 
 
+def dev_record(
+    endpoints: Endpoints, namespace: str, embedded: list[str], dashboard: bool
+) -> DevRecord:
+    """What this dev serves, once its services are up (their addresses are exported by then)."""
+    from activities.artifacts import bucket_name
+
+    live = Settings()
+    return DevRecord(
+        pid=os.getpid(),
+        pid_start=process_start(os.getpid()),
+        temporal_address=endpoints.temporal_address,
+        namespace=namespace,
+        ui_url=live.temporal_ui_url,
+        dashboard_url=live.dashboard_url if dashboard else None,
+        s3_endpoint=endpoints.s3_endpoint or None,
+        s3_embedded="s3" in embedded,
+        bucket=bucket_name(),
+        queue_prefix=live.queue_prefix,
+    )
+
+
 def run_dev(settings: Settings, dashboard: bool = True) -> None:
     """`policyforge dev`: embed what is not configured elsewhere and run all three pools (and
     the dashboard) here until Ctrl-C."""
@@ -115,6 +149,8 @@ def run_dev(settings: Settings, dashboard: bool = True) -> None:
         if dashboard:
             check_dashboard(settings)
 
+        written: list[Path] = []
+
         async def go() -> None:
             # The embedded server takes no profile's TLS or API key (TEMPORAL_ADDRESS is its).
             client = await connect(Settings(), runtime=runtime, profile="temporal" not in embedded)
@@ -123,11 +159,28 @@ def run_dev(settings: Settings, dashboard: bool = True) -> None:
                     from workers.dashboard.server import serving
 
                     await stack.enter_async_context(serving(client, settings))
+                # Other terminals' commands read where everything listens from here.
+                written.extend(
+                    write_record(
+                        dev_record(endpoints, client.namespace, embedded, dashboard),
+                        settings.state_dir,
+                    )
+                )
                 print(
-                    banner(endpoints, settings, embedded, serves_metrics(runtime), dashboard),
+                    banner(
+                        endpoints,
+                        settings,
+                        embedded,
+                        serves_metrics(runtime),
+                        dashboard,
+                        written[0],
+                    ),
                     flush=True,
                 )
                 await run_pools(client, settings, ["llm", "train", "judge"])
 
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(go())
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                asyncio.run(go())
+        finally:
+            remove_record(written, os.getpid())

@@ -30,6 +30,12 @@ def check_session_input(data: dict[str, Any]) -> None:
     Besides the SessionInput rules: the offline author must have a template for the prompt,
     and an LLM model must be known and have its provider's key set.
     """
+    exit_on(session_input_errors(data))
+
+
+def session_input_errors(data: dict[str, Any]) -> list[str]:
+    """What `check_session_input` refuses, one line each (`policyforge.Session.start` raises
+    them instead of ending the process)."""
     from temporalio.exceptions import ApplicationError
 
     from activities.llm.provider import is_offline
@@ -44,7 +50,7 @@ def check_session_input(data: dict[str, Any]) -> None:
             errors.append(f"prompt: {exc.message}")
     elif not errors:
         errors += model_errors(data["llm_model"])
-    exit_on(errors)
+    return errors
 
 
 def model_errors(model: str) -> list[str]:

@@ -148,14 +148,21 @@ def failure_json(session_id: str, error: str, ui_link: str) -> str:
     )
 
 
-def print_result(result: SessionResult, console: Console, *, as_json: bool, ui_link: str) -> None:
+def print_result(
+    result: SessionResult,
+    console: Console,
+    *,
+    as_json: bool,
+    ui_link: str,
+    dashboard_link: str | None = None,
+) -> None:
     """A finished session's result: as JSON on stdout for scripts, else the report for people."""
     if as_json:
         print(result.model_dump_json(indent=2))
         return
     from activities.artifacts import bucket_name
 
-    report(result, console, bucket_name(), ui_link)
+    report(result, console, bucket_name(), ui_link, dashboard_link)
 
 
 def _revision_note(rec: IterationRecord) -> str:
@@ -195,9 +202,16 @@ def _steps(rec: IterationRecord) -> str:
     return f"{rec.timesteps:,}"
 
 
-def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -> None:
+def report(
+    result: SessionResult,
+    console: Console,
+    bucket: str,
+    ui_link: str,
+    dashboard_link: str | None = None,
+) -> None:
     """The final report: one table row per iteration, the verdict, spend, and where the best
-    policy's files are (s3:// keys, a presigned video link when credentials allow)."""
+    policy's files are (s3:// keys, a presigned video link when credentials allow), its pages
+    in the Temporal UI and the dashboard, and how to watch the policy."""
     table = Table(title=Text(f"session {shown(result.session_id)}"), show_lines=False)
     for col in ("iter", "timesteps", "score", "passed", "diagnosis"):
         table.add_column(col, overflow="fold")
@@ -228,7 +242,7 @@ def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -
     say(console, f"  {usage_line(result.llm_usage, result.training_seconds)}")
     if result.best is None or result.best_score is None:
         say(console, f"no iteration was judged  {author}")
-        say(console, f"  Temporal UI {ui_link}")
+        _links(console, ui_link, dashboard_link)
         return
     best = result.best.best_run
     say(
@@ -255,4 +269,11 @@ def report(result: SessionResult, console: Console, bucket: str, ui_link: str) -
             say(console, f"  watch       {link}  (valid 1 h)")
         except Exception:  # noqa: BLE001 - no credentials here: the s3:// key above still works
             pass
+    say(console, f"  play it    policyforge play {shown(result.session_id)}")
+    _links(console, ui_link, dashboard_link)
+
+
+def _links(console: Console, ui_link: str, dashboard_link: str | None) -> None:
     say(console, f"  Temporal UI {ui_link}")
+    if dashboard_link:
+        say(console, f"  dashboard   {dashboard_link}")

@@ -78,6 +78,10 @@ class Settings:
         """Where a browser reaches the dashboard: POLICYFORGE_DASHBOARD_URL, else this host."""
         return (self.dashboard_public_url or f"http://localhost:{self.dashboard_port}").rstrip("/")
 
+    def dashboard_link(self, session_id: str) -> str:
+        """A session's page on the dashboard."""
+        return f"{self.dashboard_url}/sessions/{session_id}"
+
     @property
     def address(self) -> str:
         """TEMPORAL_ADDRESS, or the local default (clients take a Temporal profile's address
