@@ -52,6 +52,9 @@ with workflow.unsafe.imports_passed_through():
 FAILED_STAGE_PATCH = "failed-stage-and-reason"
 # Sessions of 0.2.0 and before ended without recording a lesson.
 LESSON_PATCH = "record-lesson"
+# The offline author's own judge code, for criteria no built-in metric measures (a pose, a
+# phase of a sequence, a counted jump, a flip).
+OFFLINE_JUDGE_PATCH = "offline-judge-code"
 
 
 def failure_line(exc: BaseException) -> str:
@@ -220,7 +223,8 @@ class SessionWorkflow:
             for k in range(inp.candidates)
         ]
         pending: list[Awaitable[object]] = [*authors]
-        if not steps.offline:
+        coded = any(c.metric is None for c in state.criteria)
+        if not steps.offline or (coded and workflow.patched(OFFLINE_JUDGE_PATCH)):
             judge = steps.llm(
                 act.AUTHOR_JUDGE,
                 JudgeAuthorRequest(
@@ -232,7 +236,7 @@ class SessionWorkflow:
                 ),
             )
             pending.append(judge)
-            if inp.vlm_judge:
+            if inp.vlm_judge and not steps.offline:
                 visual = steps.llm(
                     act.VLM_CRITERIA,
                     VisualCriteriaRequest(

@@ -3,6 +3,7 @@
 `primitives` is the one module reward and judge code import (inside the sandbox, as
 `import primitives as P`); the offline author composes the same functions, and the code judge's
 metrics are computed with them, so a reward term and the criterion judging it mean the same thing.
-`layout` is the per-env data behind them, `sensors` the trusted side that adds foot and knee
-readings to each step's info, and `catalog` the list the env spec shows authors.
+`layout` is the per-env data behind them, `parts` the primitives of named body parts (head,
+hands, feet, knees), `sensors` the trusted side that adds foot, knee and part readings to each
+step's info, and `catalog` the list the env spec shows authors.
 """

@@ -52,16 +52,35 @@ def _sample(env_id: str) -> dict[str, Any]:
         data["feet_contact"] = np.zeros(len(lay.feet))
     if lay.knees:
         data["knees_z"] = np.zeros(len(lay.knees))
+    if lay.parts:
+        data["parts_pos"] = np.zeros(3 * len(lay.parts))
     return data
+
+
+def sample_kwargs(fn: Any, env_id: str) -> dict[str, Any] | None:
+    """Arguments to try a measure or reward form with on an env (after env and data); None
+    where it names a body part the env does not have."""
+    params = list(inspect.signature(fn).parameters)
+    kwargs = {p: _SAMPLE_ARGS[p] for p in params[2:] if p in _SAMPLE_ARGS}
+    if "targets" in params:
+        kwargs["targets"] = {P.joint_names(env_id)[0]: 0.0} if layout(env_id).joints else {}
+    parts = list(layout(env_id).parts)
+    for i, name in enumerate(p for p in ("part", "a", "b") if p in params):
+        if not parts:
+            return None
+        kwargs[name] = parts[min(i, len(parts) - 1)]
+    return kwargs
 
 
 def _applies(fn: Any, env_id: str, data: dict[str, Any]) -> bool:
     params = list(inspect.signature(fn).parameters)
+    if params == ["env"]:
+        return bool(fn(env_id))  # a list of names (joints, parts): listed where there are some
     if params[:2] != ["env", "data"]:
         return True  # env-independent (tolerance, control_cost, oscillation_reward, ...)
-    kwargs = {p: _SAMPLE_ARGS[p] for p in params[2:] if p in _SAMPLE_ARGS}
-    if "targets" in params:
-        kwargs["targets"] = {P.joint_names(env_id)[0]: 0.0} if layout(env_id).joints else {}
+    kwargs = sample_kwargs(fn, env_id)
+    if kwargs is None:
+        return False
     try:
         fn(env_id, data, **kwargs)
     except ValueError:

@@ -36,11 +36,30 @@ class Layout:
     # first joint is the knee), in the order the primitives return them.
     feet: tuple[str, ...] = ()
     knees: tuple[str, ...] = ()
+    # Named body parts for the part primitives (sensors.py reads their positions): name ->
+    # (kind, MuJoCo name). "foot": a foot geom, read at its lowest point; "knee": the first joint
+    # of a shin body, read at its anchor; "geom": a geom's centre (head, hands).
+    parts: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def _joints(names: str, first: int) -> dict[str, int]:
     return {name: first + i for i, name in enumerate(names.split())}
 
+
+def _parts(spec: str) -> dict[str, tuple[str, str]]:
+    """Parts from "name:kind:mujoco_name ..." (one literal per env keeps the table readable)."""
+    out = {}
+    for item in spec.split():
+        name, kind, mujoco_name = item.split(":")
+        out[name] = (kind, mujoco_name)
+    return out
+
+
+_HUMANOID_PARTS = _parts(
+    "head:geom:head left_hand:geom:left_hand right_hand:geom:right_hand "
+    "left_foot:foot:left_foot right_foot:foot:right_foot "
+    "left_knee:knee:left_shin right_knee:knee:right_shin"
+)
 
 _HUMANOID_JOINTS = _joints(
     "abdomen_z abdomen_y abdomen_x right_hip_x right_hip_z right_hip_y right_knee left_hip_x "
@@ -58,6 +77,10 @@ LAYOUTS: dict[str, Layout] = {
         joints=_joints("bthigh bshin bfoot fthigh fshin ffoot", 3),
         feet=("bfoot", "ffoot"),
         knees=("bshin", "fshin"),
+        parts=_parts(
+            "head:geom:head back_foot:foot:bfoot front_foot:foot:ffoot "
+            "back_knee:knee:bshin front_knee:knee:fshin"
+        ),
     ),
     "Hopper-v5": Layout(
         PLANAR,
@@ -66,6 +89,7 @@ LAYOUTS: dict[str, Layout] = {
         joints=_joints("thigh_joint leg_joint foot_joint", 3),
         feet=("foot_geom",),
         knees=("leg",),
+        parts=_parts("foot:foot:foot_geom knee:knee:leg"),
     ),
     "Walker2d-v5": Layout(
         PLANAR,
@@ -76,6 +100,11 @@ LAYOUTS: dict[str, Layout] = {
         ),
         feet=("foot_geom", "foot_left_geom"),
         knees=("leg", "leg_left"),
+        # The unsuffixed leg is the right one.
+        parts=_parts(
+            "right_foot:foot:foot_geom left_foot:foot:foot_left_geom "
+            "right_knee:knee:leg left_knee:knee:leg_left"
+        ),
     ),
     "Ant-v5": Layout(
         FREE,
@@ -83,6 +112,11 @@ LAYOUTS: dict[str, Layout] = {
         stand_height=0.6,
         joints=_joints("hip_1 ankle_1 hip_2 ankle_2 hip_3 ankle_3 hip_4 ankle_4", 7),
         feet=("left_ankle_geom", "right_ankle_geom", "third_ankle_geom", "fourth_ankle_geom"),
+        # The model's leg names do not say where the legs are: +x is forward, +y left.
+        parts=_parts(
+            "front_left_foot:foot:left_ankle_geom back_left_foot:foot:right_ankle_geom "
+            "back_right_foot:foot:third_ankle_geom front_right_foot:foot:fourth_ankle_geom"
+        ),
     ),
     "Humanoid-v5": Layout(
         FREE,
@@ -91,6 +125,7 @@ LAYOUTS: dict[str, Layout] = {
         joints=_HUMANOID_JOINTS,
         feet=("right_foot", "left_foot"),
         knees=("right_shin", "left_shin"),
+        parts=_HUMANOID_PARTS,
     ),
     "HumanoidStandup-v5": Layout(
         FREE,
@@ -100,6 +135,7 @@ LAYOUTS: dict[str, Layout] = {
         joints=_HUMANOID_JOINTS,
         feet=("right_foot", "left_foot"),
         knees=("right_shin", "left_shin"),
+        parts=_HUMANOID_PARTS,
     ),
     "Swimmer-v5": Layout(SWIMMER, joints=_joints("motor1_rot motor2_rot", 3)),
     "Reacher-v5": Layout(FIXED, joints=_joints("joint0 joint1", 0)),
@@ -118,7 +154,7 @@ def layout(env_id: str) -> Layout:
 
 # What the trusted side adds to a step's info only when the reward reads it (sensors.py costs
 # about a tenth of a MuJoCo step): the info keys and the primitives that read them.
-SENSOR_KEYS = ("feet_z", "feet_contact", "knees_z")
+SENSOR_KEYS = ("feet_z", "feet_contact", "knees_z", "parts_pos")
 SENSOR_PRIMITIVES = (
     "feet_heights",
     "feet_contact",
@@ -126,6 +162,8 @@ SENSOR_PRIMITIVES = (
     "foot_height_reward",
     "knee_height_reward",
     "contact_reward",
+    "part_height",
+    "part_distance",
 )
 
 

@@ -2,10 +2,11 @@
 
 Reward and judge code import this module inside the sandbox (`import primitives as P`). Every
 measure takes the env id and `data`, a mapping with `qpos` and `qvel` (and, where the env has
-them, `feet_z`, `feet_contact`, `knees_z`, `x_velocity`): a reward passes its step's `info`
-and gets a number; a judge passes the trajectory dict (arrays of T rows) and gets an array of T
-values. The same function on both sides is what makes a reward term and the criterion that
-judges it mean the same thing.
+them, `feet_z`, `feet_contact`, `knees_z`, `parts_pos`, `x_velocity`): a reward passes its step's
+`info` and gets a number; a judge passes the trajectory dict (arrays of T rows) and gets an array
+of T values. The same function on both sides is what makes a reward term and the criterion that
+judges it mean the same thing. The named parts' primitives (head, hands, feet, knees) live in
+`parts.py` and are exported from here.
 
 Reward forms end in `_reward` and return a value in [0, 1] (1 = the behaviour is there): weigh
 them against each other, not against unbounded terms. Scales are documented per function.
@@ -20,6 +21,13 @@ from typing import Any
 import numpy as np
 
 from activities.behaviours.layout import FREE, PLANAR, SWIMMER, layout
+from activities.behaviours.parts import (
+    part_distance,
+    part_distance_reward,
+    part_height,
+    part_height_reward,
+    part_names,
+)
 from activities.behaviours.shaping import tolerance
 from activities.envs.catalog import facts
 
@@ -531,6 +539,11 @@ __all__ = [
     "lateral_velocity",
     "level_reward",
     "oscillation_reward",
+    "part_distance",
+    "part_distance_reward",
+    "part_height",
+    "part_height_reward",
+    "part_names",
     "pitch",
     "pitch_reward",
     "pole_angle",

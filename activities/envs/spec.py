@@ -594,6 +594,9 @@ def _primitives(s: EnvSpec) -> list[str]:
         out.append(f"Feet, in the order the foot primitives return them: {', '.join(lay.feet)}.")
     if lay.knees:
         out.append(f"Knees, in order: {', '.join(lay.knees)}.")
+    if lay.parts:
+        # Poses by body part ("arms out to the sides", "a wide stance") are read through these.
+        out.append(f"Parts (for part_height, part_distance): {', '.join(lay.parts)}.")
     body = [i for i in listed if i.signature.startswith(f"P.{i.name}(env, data")]
     groups = (
         ("measures", [i for i in body if not i.reward]),

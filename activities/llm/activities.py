@@ -125,9 +125,19 @@ def author_reward(req: AuthorRequest) -> AuthorResult:
 
 @implements(AUTHOR_JUDGE)
 def author_judge(req: JudgeAuthorRequest) -> JudgeCode:
-    """Judge code for the session's criteria, to S3; needs a model."""
-    llm_only("author_judge", req.llm_model)
+    """Judge code for the session's criteria, to S3: the model's, or without one the offline
+    author's (for criteria no built-in metric measures)."""
     log = activity_logger(env_id=req.env_id, model=req.llm_model)
+    if is_offline(req.llm_model):
+        authored = OfflineAuthor().author(req.prompt, req.env_id)
+        if authored.judge is None:
+            raise ApplicationError(
+                "the offline author writes no judge code for this intent", non_retryable=True
+            )
+        key = ArtifactStore().put_text(keys.judge_key(req.session_id), authored.judge)
+        log.info("offline judge written", key=key)
+        return JudgeCode(key=key, summary="the offline author's judge code")
+    llm_only("author_judge", req.llm_model)
     code, summary, call = judge.author_judge(req.prompt, req.env_id, req.criteria, req.llm_model)
     key = ArtifactStore().put_text(keys.judge_key(req.session_id), code)
     log.info("judge authored", key=key)

@@ -184,7 +184,7 @@ CASES = """env_id,intent,category,difficulty
 HalfCheetah-v5,run forward as fast as possible,locomotion,easy
 HalfCheetah-v5,run backward as fast as possible,locomotion,easy
 Hopper-v5,hop forward,locomotion,medium
-HalfCheetah-v5,do a backflip,acrobatic,hard
+HalfCheetah-v5,juggle three balls,acrobatic,hard
 """
 
 
@@ -233,7 +233,8 @@ async def test_benchmarks_started_both_ways_show_their_tables_side_by_side(stack
     second = f"{stack.prefix}-bench-temporal"
     body = {
         "csv": "env_id,instruction,category,difficulty\n"
-        "HalfCheetah-v5,do a backflip,acrobatic,hard\nHopper-v5,do a backflip,acrobatic,hard\n",
+        "HalfCheetah-v5,juggle three balls,acrobatic,hard\n"
+        "Hopper-v5,do a backflip,acrobatic,hard\n",
         "queue_prefix": stack.prefix,
         "session": {"total_timesteps": 2048, "max_iterations": 1},
     }

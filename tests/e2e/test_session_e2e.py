@@ -8,6 +8,7 @@ import json
 
 import av
 import numpy as np
+import pytest
 
 from activities.artifacts import ArtifactStore
 from activities.envs.catalog import facts
@@ -76,3 +77,27 @@ async def test_real_session_produces_video_and_trajectory_in_s3(temporal_env, s3
         terms = [k for k in npz.files if k.startswith("term_")]
         assert terms
         np.testing.assert_allclose(sum(npz[k] for k in terms), npz["reward"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow  # a real session
+async def test_an_offline_sequence_is_judged_by_the_offline_authors_judge_code(
+    temporal_env, s3, queue_prefix
+):
+    # "then" makes two phases; no built-in metric measures each phase, so the offline author
+    # writes judge code, which the session validates and judges with instead of failing.
+    async with all_pools(temporal_env.client, queue_prefix):
+        handle = await start_session(
+            temporal_env.client,
+            queue_prefix,
+            prompt="run forward, then stop",
+            env_id="HalfCheetah-v5",
+            total_timesteps=2048,
+            max_iterations=1,
+            eval_max_steps=EVAL_STEPS,
+        )
+        result = await asyncio.wait_for(handle.result(), timeout=600)
+    (record,) = result.iterations
+    judgment = json.loads(ArtifactStore().get_text(record.best_run.run_prefix + "judgment.json"))
+    names = {c["name"] for c in judgment["criteria"]}
+    assert {"moves_forward_in_run", "comes_to_rest_in_rest"} <= names
+    assert ArtifactStore().exists(f"sessions/{handle.id}/judge_fn.py")

@@ -45,7 +45,10 @@ def one_line_error(proc: subprocess.CompletedProcess) -> str:
             ["run", "run forward", "--env", "Hopper-v5", "--max-iterations", "0"],
             "max_iterations: must be a positive",
         ),
-        (["run", "do a backflip", "--env", "HalfCheetah-v5", "--llm", "offline"], "cannot express"),
+        (
+            ["run", "juggle three balls", "--env", "HalfCheetah-v5", "--llm", "offline"],
+            "cannot express",
+        ),
     ],
 )
 def test_run_rejects_bad_input_before_connecting(args, expected):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from activities.lessons import Entry, Lesson
 from activities.llm.offline.composed import (
     TEMPLATE,
     added_names,
     composition_for,
+    judge_code,
     render_composed,
 )
 from activities.llm.offline.matcher import Match, match_intent
@@ -29,6 +30,12 @@ class Authored:
     match: Match
     timesteps: int | None = None  # the budget a lesson's passing session trained with
     lesson: str | None = None  # the session whose lesson the weights came from
+    # What the prompt asks for that no criterion measures ("gracefully", "with a relaxed
+    # stride"): a pass expresses the behaviour, not these. Shown as "partly expressed".
+    unmeasured: list[str] = field(default_factory=list)
+    # Judge code (judge_fn) where a criterion needs more than the built-in metrics (a pose, a
+    # count, a flip's turn, a phase); None: the built-in code judge measures every criterion.
+    judge: str | None = None
 
 
 def _from(entry: Entry | None) -> str | None:
@@ -70,13 +77,18 @@ class OfflineAuthor:
         factor = CANDIDATE_CTRL[candidate % len(CANDIDATE_CTRL)]
         if factor != 1.0 and "ctrl_weight" in params and match.template != TEMPLATE:
             params = {**params, "ctrl_weight": round(params["ctrl_weight"] * factor, 6)}
+        judge = None
         if match.template == TEMPLATE:
             comp = composition_for(prompt, env_id, params if learnt else None)
             added = added_names(params) if learnt else ()
             reward = render_composed(comp, env_id, prompt, _from(learnt), added=added)
+            judge = judge_code(comp, env_id, prompt)
         else:
+            notes = match.notes
+            if match.unmeasured:
+                notes += (f"not measured: {', '.join(match.unmeasured)}",)
             reward = render_reward(
-                match.template, env_id, params, prompt, notes=match.notes, revision=_from(learnt)
+                match.template, env_id, params, prompt, notes=notes, revision=_from(learnt)
             )
         return Authored(
             reward=reward,
@@ -84,6 +96,8 @@ class OfflineAuthor:
             match=match,
             timesteps=learnt.timesteps if learnt else None,
             lesson=learnt.session_id if learnt else None,
+            unmeasured=list(match.unmeasured),
+            judge=judge,
         )
 
     def revise(self, req: ReviseRequest, lesson: Lesson | None = None) -> Revision:

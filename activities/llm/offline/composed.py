@@ -19,14 +19,16 @@ import math
 import textwrap
 from dataclasses import replace
 
+from activities.llm.offline.assemble import compose
 from activities.llm.offline.compose import (
     ALIVE_SHARE,
     BONUS,
     PENALTY,
+    PROGRESS,
     Composition,
-    compose,
 )
-from activities.llm.offline.reading import read
+from activities.llm.offline.judge import render_judge
+from activities.llm.offline.reader import read
 from activities.llm.offline.render import RenderedReward, _read_parts, num
 from workflows.contracts.llm import ReviseRequest
 
@@ -46,12 +48,22 @@ def composition_for(
 ) -> Composition:
     """The prompt's composition (with the qualifiers a revision added), with a revision's
     weights where given."""
-    reading = read(prompt)
-    added = set(added_names(params or {}))
+    parsed = read(prompt)
+    added = frozenset(added_names(params or {}))
     if added:
-        reading = replace(reading, qualifiers=reading.qualifiers | added)
-    found = compose(reading, env_id)
+        steps = tuple(replace(s, qualifiers=s.qualifiers | added) for s in parsed.steps)
+        parsed = replace(parsed, steps=steps)
+    found = compose(parsed, env_id)
     return found.with_weights(params) if params else found
+
+
+def judge_code(comp: Composition, env_id: str, prompt: str) -> str | None:
+    """Judge code for a composition the built-in judge cannot measure (None: it can)."""
+    if not comp.needs_judge:
+        return None
+    return render_judge(
+        env_id, prompt, list(comp.criteria), comp.measures, comp.windows, comp.phase_times
+    )
 
 
 def render_composed(
@@ -82,7 +94,9 @@ def render_composed(
     if revision:
         note = "".join(c for c in " ".join(revision.split()) if c.isprintable())
         lines += ["#", *("# " + part for part in textwrap.wrap(note, 95))]
+    phased = "phases" in comp.shaping
     lines += [
+        "import numpy as np",
         "import primitives as P",
         "",
         f'ENV = "{env_id}"',
@@ -90,12 +104,18 @@ def render_composed(
         f"TERMS = {[t.name for t in terms]!r}",
         f"LATEX_PARTS = {latex!r}",
         f"SUMMARY_PARTS = {summary!r}",
+    ]
+    if comp.shaping:
+        # Phases are advanced by the trusted side (info["phase"]) and shown to the policy.
+        lines.append(f"SHAPING = {comp.shaping!r}")
+    lines += [
         "",
         "",
         "class ComposedReward(RewardFunction):",
         f'    """{comp.core.capitalize()}, composed from primitives."""',
         "",
         "    def compute(self, obs, action, next_obs, info):",
+        *(['        phase = int(info["phase"])'] if phased else []),
         "        values = {",
         *(f'            "{t.name}": {"-" if t.role == PENALTY else ""}{t.call},' for t in terms),
         "        }",
@@ -113,8 +133,13 @@ def render_composed(
     code = "\n".join(lines) + "\n"
     latex_parts, summary_parts = _read_parts(code)
     text = "Reward: " + ", ".join(summary_parts) + "."
+    if phased:
+        names = " -> ".join(p["name"] for p in comp.shaping["phases"])
+        text += f" Phases: {names}."
     if comp.notes:
         text += " " + " ".join(n[0].upper() + n[1:] + "." for n in comp.notes)
+    if comp.unmeasured:
+        text += f" Not measured: {', '.join(comp.unmeasured)}."
     return RenderedReward(
         code=code,
         latex="r_t = " + " ".join(latex_parts),
@@ -159,8 +184,11 @@ def _scale(params: dict[str, float], term: str, factor: float) -> str | None:
 
 
 def behaviour_weight(comp: Composition, params: dict[str, float]) -> float:
-    """The summed weight of the terms that express the behaviour (not costs, not bonuses)."""
-    return sum(params[f"{t.name}_weight"] for t in comp.terms if t.role not in (PENALTY, BONUS))
+    """The summed weight of the terms that express the behaviour (not costs, bonuses or phase
+    floors)."""
+    return sum(
+        params[f"{t.name}_weight"] for t in comp.terms if t.role not in (PENALTY, BONUS, PROGRESS)
+    )
 
 
 def constant_dominates(comp: Composition, params: dict[str, float]) -> bool:
@@ -175,7 +203,7 @@ def revise_weights(req: ReviseRequest) -> tuple[dict[str, float], str]:
     params = {**comp.weights(), **{k: float(v) for k, v in req.reward.params.items()}}
     means = {t.name: float(req.train.term_means.get(t.name, 0.0)) for t in comp.terms}
     roles = {t.name: t.role for t in comp.terms}
-    behaviour = sum(abs(means[n]) for n, r in roles.items() if r not in (PENALTY, BONUS))
+    behaviour = sum(abs(means[n]) for n, r in roles.items() if r not in (PENALTY, BONUS, PROGRESS))
     sentence = ""
     for name in sorted((n for n, r in roles.items() if r == PENALTY), key=lambda n: -abs(means[n])):
         if abs(means[name]) > DOMINANCE * behaviour and means[name] != 0.0:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from temporalio.exceptions import ApplicationError
 
 import activities.llm.offline.library as lib
 from activities.envs.catalog import ENVS, facts
-from activities.llm.offline.compose import COMPOSED_CORES, compose
-from activities.llm.offline.intents import Intent, NotExpressible, parse, verb_fits
-from activities.llm.offline.reading import read
+from activities.llm.offline.assemble import compose
+from activities.llm.offline.intents import Intent, template_intent, verb_fits
+from activities.llm.offline.reader import read
+from activities.llm.offline.refusals import NotExpressible
 from workflows.contracts.judging import Criterion
 
 
@@ -25,6 +26,9 @@ class Match:
     criteria: list[Criterion]
     # How the intent was read where a person might expect otherwise; goes into the summary.
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # Style words and details of the prompt that no criterion measures ("gracefully", "with a
+    # relaxed stride"): the behaviour is expressed, these parts of it are not.
+    unmeasured: tuple[str, ...] = field(default_factory=tuple)
 
 
 def not_supported(prompt: str, env_id: str, why: str) -> ApplicationError:
@@ -41,7 +45,11 @@ def not_supported(prompt: str, env_id: str, why: str) -> ApplicationError:
 
 
 def match_intent(prompt: str, env_id: str) -> Match:
-    """The template and parameters for an intent on an env; ApplicationError when none fits."""
+    """The template and parameters for an intent on an env; ApplicationError when none fits.
+
+    The prompt is read once (reader.py); a single plain behaviour keeps its tuned template,
+    anything more (qualifiers, numbers, poses, steps one after another) is composed from the
+    behaviour library."""
     if env_id not in ENVS:
         raise ApplicationError(
             f"env_id: unknown environment {env_id!r}; choose one of {', '.join(ENVS)}",
@@ -49,22 +57,30 @@ def match_intent(prompt: str, env_id: str) -> Match:
             non_retryable=True,
         )
     try:
-        intent = parse(prompt)
-        return _BUILDERS[intent.family](intent, env_id)
-    except NotExpressible as exc:
-        template_why = str(exc)
-    # No template takes it as written: read it as a behaviour with qualifiers and compose.
-    try:
-        reading = read(prompt)
-    except NotExpressible:
-        raise not_supported(prompt, env_id, template_why) from None
-    if reading.core not in COMPOSED_CORES:
-        raise not_supported(prompt, env_id, template_why)
-    try:
-        comp = compose(reading, env_id)
+        parsed = read(prompt)
     except NotExpressible as exc:
         raise not_supported(prompt, env_id, str(exc)) from None
-    return Match("composed", comp.core, env_id, comp.weights(), list(comp.criteria), comp.notes)
+    template_why = None
+    intent = template_intent(parsed)
+    if intent is not None:
+        try:
+            found = _BUILDERS[intent.family](intent, env_id)
+            return replace(found, notes=found.notes + parsed.notes, unmeasured=parsed.unmeasured)
+        except NotExpressible as exc:
+            template_why = str(exc)
+    try:
+        comp = compose(parsed, env_id)
+    except NotExpressible as exc:
+        raise not_supported(prompt, env_id, template_why or str(exc)) from None
+    return Match(
+        "composed",
+        comp.core,
+        env_id,
+        comp.weights(),
+        list(comp.criteria),
+        comp.notes,
+        comp.unmeasured,
+    )
 
 
 def _require(template: str, env_id: str, why: str = "") -> lib.TemplateSpec:

@@ -110,11 +110,14 @@ def _reward_change(req: ReviseRequest, spec: TemplateSpec, params: dict[str, flo
 
 
 def _notes(prompt: str, env_id: str) -> tuple[str, ...]:
-    """The author's reading notes (e.g. how 'natural gait' was read), kept in the summary."""
+    """The author's reading notes (e.g. how 'natural gait' was read) and what the prompt asks
+    that no criterion measures, kept in the summary."""
     try:
-        return match_intent(prompt, env_id).notes
+        match = match_intent(prompt, env_id)
     except Exception:  # noqa: BLE001 - a reward written for a prompt the matcher rejects
         return ()
+    unmeasured = (f"not measured: {', '.join(match.unmeasured)}",) if match.unmeasured else ()
+    return match.notes + unmeasured
 
 
 def _budget(req: ReviseRequest) -> tuple[int, str]:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import activities.behaviours.primitives as P
-from activities.behaviours.catalog import _SAMPLE_ARGS, primitives_for
+from activities.behaviours.catalog import primitives_for, sample_kwargs
 from activities.behaviours.layout import layout
 from activities.behaviours.sensors import BodySensors
 from activities.behaviours.shaping import SIGMOIDS, tolerance
@@ -78,7 +78,7 @@ def test_every_reward_form_stays_in_0_1_on_any_state(env_id):
         params = list(inspect.signature(fn).parameters)
         if params[:2] != ["env", "data"]:
             continue  # env-independent forms are covered by the tolerance tests
-        kwargs = {p: _SAMPLE_ARGS[p] for p in params[2:] if p in _SAMPLE_ARGS}
+        kwargs = sample_kwargs(fn, env_id) or {}
         if "targets" in params:
             kwargs["targets"] = {P.joint_names(env_id)[0]: 0.3}
         values = [fn(env_id, s, **kwargs) for s in states]

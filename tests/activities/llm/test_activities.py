@@ -100,7 +100,7 @@ def test_author_uploads_reward_code(store: dict[str, str]):
 
 def test_author_refusals_are_non_retryable(store: dict[str, str], monkeypatch: pytest.MonkeyPatch):
     with pytest.raises(ApplicationError) as info:
-        _author("do a backflip")
+        _author("juggle three balls")
     assert info.value.type == "IntentNotSupported" and info.value.non_retryable
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ApplicationError) as info:

@@ -51,15 +51,18 @@ EVERYDAY = [
     ("Ant-v5", "walk forward steadily for the whole episode", "mean_x_velocity alive_fraction"),
 ]
 
+# Issue 32 moved three former refusals to what is expressed: "lie down and stay still" on
+# Humanoid-v5 (SHAPING healthy_z_range), "run forward gracefully" (style listed as not
+# measured), "do a backflip without falling" (phased).
 REFUSED = [
     ("InvertedPendulum-v5", "balance both poles upright", "has one pole"),
     ("Humanoid-v5", "stand up from the ground", "starts every episode standing"),
-    ("Humanoid-v5", "lie down and stay still", "ends the episode when its torso drops"),
+    ("Walker2d-v5", "lie down and stay still", "which SHAPING cannot move"),
     ("Hopper-v5", "walk in a circle", "cannot turn"),
     ("Ant-v5", "walk forward counter-clockwise", "'counter-clockwise' does not apply"),
     ("Hopper-v5", "sprint with high knees", "need a biped"),
-    ("HalfCheetah-v5", "run forward gracefully", "'gracefully'"),
-    ("HalfCheetah-v5", "do a backflip without falling", "multi-phase"),
+    ("HalfCheetah-v5", "run forward and juggle", "juggling needs objects"),
+    ("Hopper-v5", "do a backflip", "which SHAPING cannot move"),
 ]
 
 

@@ -17,9 +17,10 @@ DEV_INTENTS = Path(__file__).with_name("dev_intents.csv")
 SHARED_INTENTS = Path("/work/shared/cases/dev_intents.csv")
 
 # What the offline author does with each dev intent: a template name, or None (refused).
+# "do a backflip" was refused until flips were phased (crouch, launch, rotate, land; issue 32).
 EXPECTED = {
     ("HalfCheetah-v5", "run forward as fast as possible"): "forward",
-    ("HalfCheetah-v5", "do a backflip"): None,
+    ("HalfCheetah-v5", "do a backflip"): "composed",
     ("Ant-v5", "walk forward"): "forward",
     ("Ant-v5", "stand on the rear legs"): "rear_up",
     ("Hopper-v5", "hop forward"): "forward",
@@ -61,8 +62,10 @@ def test_every_dev_intent_is_matched_or_refused(env_id: str, intent: str, catego
     assert match.template == expected
     assert 1 <= len(match.criteria) <= 4
     supported = available_metrics(env_id)
+    authored = OfflineAuthor().author(intent, env_id)
     for c in match.criteria:
-        assert c.metric in supported, f"{c.metric} is not measurable on {env_id}"
+        # A criterion without a built-in metric is measured by the author's judge code.
+        assert c.metric in supported or (c.metric is None and authored.judge), c
         assert c.weight > 0
 
 
@@ -78,11 +81,14 @@ def _assert_refusal(err: ApplicationError, intent: str, env_id: str) -> None:
     )
 
 
-def test_backflip_and_style_are_refused_with_reasons():
-    with pytest.raises(ApplicationError, match="flips need a multi-phase reward"):
-        match_intent("do a backflip", "HalfCheetah-v5")
-    with pytest.raises(ApplicationError, match="'gracefully'"):
-        match_intent("sprint gracefully", "Walker2d-v5")
+def test_a_backflip_is_phased_and_a_style_is_listed_as_not_measured():
+    flip = OfflineAuthor().author("do a backflip", "HalfCheetah-v5")
+    assert [c.name for c in flip.criteria] == ["flips", "lands_upright", "airborne"]
+    assert "SHAPING = {'phases'" in flip.reward.code and flip.judge is not None
+    # A style it cannot measure never refuses a behaviour it can express.
+    sprint = OfflineAuthor().author("sprint gracefully", "Walker2d-v5")
+    assert sprint.reward.template == "forward" and sprint.unmeasured == ["gracefully"]
+    assert sprint.reward.summary.endswith("Not measured: gracefully.")
 
 
 def test_run_forward_as_fast_as_possible_on_halfcheetah():
@@ -160,12 +166,12 @@ def test_other_intents(prompt: str, env_id: str, template: str, params: dict[str
         ("keep the pole balanced", "HalfCheetah-v5", "has no pole"),
         ("walk forward", "Reacher-v5", "no free-moving body"),
         ("walk forward", "HumanoidStandup-v5", "Humanoid-v5 walks"),
-        ("sit up and stay sitting", "Humanoid-v5", "below 1.0 m"),
+        ("lie down", "Hopper-v5", "tilts more than 0.2 rad"),
         ("reach the target", "Ant-v5", "Reacher-v5"),
         ("spin", "Hopper-v5", "not one of them"),
         ("run forward and jump", "HalfCheetah-v5", "several behaviours"),
         ("make a sandwich", "Ant-v5", "names no behaviour"),
-        ("run like a cat", "HalfCheetah-v5", "'like cat'"),
+        ("run to the red ball", "HalfCheetah-v5", "'red ball'"),
     ],
 )
 def test_refusals(prompt: str, env_id: str, why: str):
@@ -177,7 +183,7 @@ def test_refusals(prompt: str, env_id: str, why: str):
 
 def test_refusal_message_stays_on_one_line():
     with pytest.raises(ApplicationError) as info:
-        match_intent("do a\nbackflip\r\nnow", "HalfCheetah-v5")
+        match_intent("juggle\nthree\r\nballs", "HalfCheetah-v5")
     assert "\n" not in info.value.message and "\r" not in info.value.message
 
 

@@ -1,0 +1,107 @@
+"""Poses named by body part: "arms out to the sides", "one knee raised", "rear legs off the
+ground", "head lowered", "a wide stance".
+
+Whole phrases come from lexicon.POSE_PHRASES; otherwise a body-part word and the state words
+near it in the same clause ("with its arms stretched out wide") decide the pose. A body part
+with no state the library measures refuses the intent, naming the words.
+"""
+
+from __future__ import annotations
+
+from activities.llm.offline.body_lexicon import BODY_PARTS, LEG_SIDES, POSE_GROUPS, POSE_STATES
+from activities.llm.offline.lexicon import words
+from activities.llm.offline.refusals import NotExpressible
+from activities.llm.offline.tokens import CLAUSE
+
+# Words that only join a body part to its state ("arms out to the sides").
+_JOINERS = words(
+    "to the its of off ground floor in air at from both his her their held with keeping keep a an"
+)
+_STOPS = frozenset({CLAUSE, "and", "while", "whilst", "then"})
+WINDOW = 4
+
+# (group, state) -> pose; legs also read which legs ("rear", "front", "one").
+_RULES: dict[tuple[str, str], str] = {
+    ("arms", "out"): "arms_out",
+    ("arms", "up"): "arms_up",
+    ("arms", "down"): "arms_down",
+    ("head", "down"): "head_down",
+    ("head", "up"): "head_up",
+    ("head", "straight"): "head_up",
+    ("knee", "up"): "knee_up",
+    ("knees", "up"): "high_knees",
+    ("legs", "out"): "wide_stance",
+    ("legs", "together"): "narrow_stance",
+    ("stance", "out"): "wide_stance",
+    ("stance", "together"): "narrow_stance",
+    ("torso", "straight"): "upright",
+    ("torso", "up"): "upright",
+}
+_LEG_RULES: dict[str, str] = {"rear": "rear_feet_up", "front": "front_feet_up", "one": "one_foot"}
+MEASURED = (
+    "it measures the heights of the head, hands, feet and knees, how far apart the hands or "
+    "feet are, and the torso's pitch and roll"
+)
+
+
+def _window(tokens: list[str], taken: list[bool], i: int) -> list[int]:
+    out: list[int] = []
+    for step in (-1, 1):
+        j = i + step
+        while 0 <= j < len(tokens) and abs(j - i) <= WINDOW and tokens[j] not in _STOPS:
+            if not taken[j]:
+                out.append(j)
+            j += step
+    return sorted(out)
+
+
+# Body-part groups as poses name them ("knees" and "stance" pose as "knee" and "legs").
+_SAME = {"knees": "knee", "stance": "legs"}
+
+
+def read_poses(tokens: list[str], taken: list[bool], found: list[str]) -> list[str]:
+    """The poses the clause's remaining body-part words name; their words marked taken. A part
+    whose pose a phrase of the clause already gave (`found`) is read as part of it."""
+    poses: list[str] = []
+    named = {POSE_GROUPS[p] for p in found if p in POSE_GROUPS}
+    for i, tok in enumerate(tokens):
+        group = BODY_PARTS.get(tok)
+        if group is None or taken[i]:
+            continue
+        if _SAME.get(group, group) in named:
+            taken[i] = True
+            continue
+        near = _window(tokens, taken, i)
+        states = {POSE_STATES[tokens[j]]: j for j in near if tokens[j] in POSE_STATES}
+        pose = None
+        used = [i]
+        if group == "legs":
+            sides = {LEG_SIDES[tokens[j]]: j for j in near if tokens[j] in LEG_SIDES}
+            lifted = {s: j for s, j in states.items() if s in ("up", "off")}
+            for side, rule in _LEG_RULES.items():
+                if side in sides and lifted:
+                    pose = rule
+                    used += [sides[side], *lifted.values()]
+                    break
+        if pose is None:
+            for state, j in states.items():
+                ruled = _RULES.get((group, state))
+                if ruled is not None:
+                    pose = ruled
+                    used.append(j)
+                    break
+        if pose is None:
+            shown = " ".join(tokens[j] for j in sorted({i, *near}) if tokens[j] != CLAUSE)
+            raise NotExpressible(
+                f"'{shown}' asks for a pose of the {group} that the behaviour library cannot "
+                f"measure ({MEASURED})"
+            )
+        lo, hi = min(used), max(used)
+        while lo > 0 and not taken[lo - 1] and tokens[lo - 1] in _JOINERS:
+            lo -= 1  # "with both hands raised": the words before the part are the pose's too
+        for j in range(lo, hi + 1):
+            if j in used or tokens[j] in _JOINERS or tokens[j] in POSE_STATES:
+                taken[j] = True
+        if pose not in poses:
+            poses.append(pose)
+    return poses

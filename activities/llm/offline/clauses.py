@@ -1,0 +1,312 @@
+"""Reading one clause of a prompt (the words between two sequence words) into a step.
+
+Passes, each taking the words it understands out of the clause: numbers with units and their
+limits (quantities.py); comparisons ("like a cat") and whole phrases of the lexicon, longest
+first (qualifiers, speeds, poses, multi-word cores, repetitions, style); manner phrases ("with a
+relaxed stride", "in a playful way"); body parts with their states (body_words.py); then single
+words by their lemma. What is left is a word no table knows, and refuses the intent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from activities.llm.offline.body_lexicon import LEAN_VERBS, POSE_PHRASES, POSE_TAILS, POSE_VERBS
+from activities.llm.offline.body_words import read_poses
+from activities.llm.offline.lexicon import (
+    COMPARISON,
+    CORE_EXTRAS,
+    CORE_PHRASES,
+    CORE_VERBS,
+    DETAILS,
+    DIRECTIONS,
+    FILLER,
+    FLIP_WAY,
+    KEEP,
+    LATERAL,
+    MANNER_NOUNS,
+    NATURAL,
+    NATURAL_PHRASES,
+    QUALIFIERS,
+    QUIET,
+    REPEAT_PHRASES,
+    SIDES,
+    SPEED_PHRASES,
+    SPEED_WORDS,
+    STYLE,
+    STYLE_PHRASES,
+    words,
+)
+from activities.llm.offline.quantities import Quantity, bare_number, find
+from activities.llm.offline.refusals import NotExpressible
+from activities.llm.offline.steps import Found, Step, build_steps
+from activities.llm.offline.tokens import CLAUSE, Phrases, is_number, lemma
+from activities.llm.offline.units import COUNT_WORDS
+
+_PHRASES: Phrases[tuple[str, str]] = Phrases(
+    {
+        **{k: ("detail", v) for k, v in DETAILS.items()},
+        **{k: ("lateral", str(v)) for k, v in LATERAL.items()},
+        **{k: ("style", v) for k, v in STYLE_PHRASES.items()},
+        **{k: ("repeat", v) for k, v in REPEAT_PHRASES.items()},
+        **{k: ("natural", v) for k, v in NATURAL_PHRASES.items()},
+        **{k: ("speed", v) for k, v in SPEED_PHRASES.items()},
+        **{k: ("qual", v) for k, v in QUALIFIERS.items()},
+        **{k: ("pose", v) for k, v in POSE_PHRASES.items()},
+        **{k: ("core", v) for k, v in CORE_PHRASES.items()},
+    }
+)
+_COMPARISON = Phrases(COMPARISON)
+_TAILS = Phrases(POSE_TAILS)
+_KNOWN_LEMMAS = frozenset(CORE_VERBS) | POSE_VERBS | LEAN_VERBS
+# Where a comparison or manner phrase stops: the next clause, or a word that starts a new part.
+_STYLE_STOPS = frozenset({CLAUSE, "and", "while", "whilst", "then", "with", "without", "at"})
+_DETERMINERS = words("a an its some good great his her their")
+_MANNER_FRAMES = frozenset({"way", "manner", "fashion", "style"})
+# Qualifiers that the body-part rule finds ("knees high", "torso straight").
+_POSE_QUALIFIERS = frozenset({"high_knees", "upright"})
+
+
+@dataclass
+class Clause:
+    """What one clause said: its steps, or qualifiers/counts for the step before it."""
+
+    steps: list[Step] = field(default_factory=list)
+    qualifiers: frozenset[str] = frozenset()
+    poses: tuple[str, ...] = ()
+    count: int | None = None
+    repeat: bool = False
+    unmeasured: list[str] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_step(self) -> Step:
+        """This clause as a step of its own: being still, or holding a pose."""
+        core = "pose" if self.poses else "stop"
+        return Step(core, self.qualifiers, poses=self.poses)
+
+
+def _free(taken: list[bool], i: int, end: int) -> bool:
+    return not any(taken[i:end])
+
+
+def _spans(tokens: list[str], taken: list[bool], f: Found) -> None:
+    """Comparisons and lexicon phrases, longest first."""
+    i = 0
+    while i < len(tokens):
+        cmp = _COMPARISON.at(tokens, i)
+        if cmp is not None and _free(taken, i, cmp[0]) and not _comparison_is_filler(tokens, i):
+            end = cmp[0]
+            while (
+                end < len(tokens) and tokens[end] not in _STYLE_STOPS and not is_number(tokens[end])
+            ):
+                end += 1
+            f.unmeasured.append(" ".join(tokens[i:end]))
+            for k in range(i, end):
+                taken[k] = True
+            i = end
+            continue
+        hit = _PHRASES.at(tokens, i)
+        if hit is None or not _free(taken, i, hit[0]):
+            i += 1
+            continue
+        end, (kind, value) = hit
+        text = " ".join(tokens[i:end])
+        _phrase(f, kind, value, text, i)
+        tail = _TAILS.at(tokens, end) if kind == "pose" else None
+        if tail is not None and _free(taken, end, tail[0]):
+            end = tail[0]  # "lift its front legs" + "off the ground": one pose
+        for k in range(i, end):
+            taken[k] = True
+        i = end
+
+
+def _pose(f: Found, pose: str) -> None:
+    """A pose, or a qualifier a pose phrase names ("knees high", "torso straight")."""
+    if pose in _POSE_QUALIFIERS:
+        f.qualifiers.add(pose)
+    elif pose not in f.poses:
+        f.poses.append(pose)
+
+
+def _comparison_is_filler(tokens: list[str], i: int) -> bool:
+    """ "I'd like it to walk": 'like' before it/to is a wish, not a comparison."""
+    return tokens[i] == "like" and i + 1 < len(tokens) and tokens[i + 1] in ("it", "to", "this")
+
+
+def _phrase(f: Found, kind: str, value: str, text: str, at: int) -> None:
+    if kind == "core":
+        f.cores.append((at, value, text))
+        if text.endswith(("in place", "on the spot")):
+            f.qualifiers.add("in_place")  # "spin in place"
+        if text in FLIP_WAY:
+            f.flip_way = FLIP_WAY[text]
+        if value == "locomotion" and text in ("back up", "in reverse"):
+            f.directions.append(-1.0)
+    elif kind == "pose":
+        _pose(f, value)
+    elif kind == "qual":
+        f.qualifiers.add(value)
+    elif kind == "speed":
+        f.speeds.append(value)
+        f.speed_words.append(text)
+    elif kind == "natural":
+        f.natural = True
+        f.unmeasured.append(text)
+    elif kind == "repeat":
+        f.repeat = True
+    elif kind == "lateral":
+        f.lateral.append(float(value))
+        if float(value):
+            f.sides.append(float(value))  # "turn to the left"
+    else:  # style, detail
+        f.unmeasured.append(text)
+
+
+def _manner(tokens: list[str], taken: list[bool], f: Found) -> None:
+    """ "with a relaxed stride", "in a playful way", "long strides": manner the reward cannot
+    measure."""
+    for i, tok in enumerate(tokens):
+        if taken[i] or tok not in ("with", "in"):
+            continue
+        j = i + 1
+        while j < len(tokens) and tokens[j] in _DETERMINERS and not taken[j]:
+            j += 1
+        end = None
+        for k in range(j, min(j + 5, len(tokens))):
+            if tokens[k] == CLAUSE:
+                continue  # "with long, relaxed strides"
+            if taken[k] or tokens[k] in _STYLE_STOPS:
+                break
+            nouns = MANNER_NOUNS if tok == "with" else _MANNER_FRAMES
+            if tokens[k] in nouns:
+                end = k + 1
+        if end is None:
+            continue
+        f.unmeasured.append(" ".join(tokens[i:end]).replace(f" {CLAUSE} ", f"{CLAUSE} "))
+        for k in range(i, end):
+            taken[k] = True
+    for k, tok in enumerate(tokens):
+        if taken[k] or tok not in MANNER_NOUNS:
+            continue
+        start = k
+        while (
+            start > 0 and k - start < 2 and not taken[start - 1] and _adjective(tokens[start - 1])
+        ):
+            start -= 1
+        f.unmeasured.append(" ".join(tokens[start : k + 1]))
+        for j in range(start, k + 1):
+            taken[j] = True
+
+
+def _adjective(tok: str) -> bool:
+    """A word that can only describe a manner noun here (no behaviour, number or filler)."""
+    known = (
+        lemma(tok, _KNOWN_LEMMAS) in _KNOWN_LEMMAS
+        or tok in FILLER
+        or tok in DIRECTIONS
+        or tok in SPEED_WORDS
+        or tok == CLAUSE
+        or is_number(tok)
+    )
+    return not known
+
+
+def _words(tokens: list[str], taken: list[bool], f: Found) -> list[str]:
+    """Single words; returns the ones no table knows."""
+    unknown: list[str] = []
+    extras = frozenset().union(*CORE_EXTRAS.values())
+    for i, tok in enumerate(tokens):
+        if taken[i] or tok == CLAUSE:
+            continue
+        base = lemma(tok, _KNOWN_LEMMAS)
+        if is_number(tok):
+            prior = [c for c in f.cores if c[0] < i]
+            if prior and prior[-1][1] in ("jump", "flip", "spin") and float(tok).is_integer():
+                f.counts.append(int(float(tok)))  # "jump 3"
+                continue
+            raise bare_number(tokens, i)
+        if tok in COUNT_WORDS:
+            f.counts.append(COUNT_WORDS[tok])
+        elif base in CORE_VERBS:
+            f.cores.append((i, CORE_VERBS[base], base))
+            if tok in FLIP_WAY:
+                f.flip_way = FLIP_WAY[tok]
+        elif tok in KEEP:
+            f.keeps.append(i)
+        elif tok in DIRECTIONS:
+            f.directions.append(DIRECTIONS[tok])
+        elif tok in SIDES:
+            f.sides.append(SIDES[tok])
+        elif tok in SPEED_WORDS:
+            f.speeds.append(SPEED_WORDS[tok])
+            f.speed_words.append(tok)
+        elif tok in NATURAL:
+            f.natural = True
+            f.unmeasured.append(tok)
+        elif tok == "and":
+            f.ands.append(i)
+        elif tok in STYLE:
+            f.unmeasured.append(tok)
+        elif tok in FILLER:
+            if tok not in QUIET:
+                f.unused.append(tok)
+        elif tok.endswith("ly") and len(tok) > 4 and tok not in extras:
+            f.unmeasured.append(tok)  # an adverb of manner no table knows: style
+        elif tok in extras:
+            f.extras.append((i, tok))
+        elif base in POSE_VERBS or base in LEAN_VERBS:
+            f.pose_verbs.append(tok)
+        else:
+            unknown.append(tok)
+    return unknown
+
+
+def read_clause(tokens: list[str]) -> Clause:
+    """The step(s) one clause asks for, or what it adds to the step before it."""
+    taken = [False] * len(tokens)
+    quantities = find(tokens, taken)
+    f = Found()
+    _spans(tokens, taken, f)
+    _manner(tokens, taken, f)
+    for pose in read_poses(tokens, taken, [*f.poses, *f.qualifiers]):
+        _pose(f, pose)
+    unknown = _words(tokens, taken, f)
+    if unknown and not (f.cores or f.poses or f.directions or quantities):
+        raise NotExpressible(
+            "it names no behaviour the offline author knows (walk/run/hop/swim, stand, lie "
+            "down, sit, squat, spin, turn, jump, flip, balance, reach, or a pose of the head, "
+            f"arms, knees or feet); it does not know '{' '.join(dict.fromkeys(unknown))}'"
+        )
+    if unknown:
+        shown = " ".join(dict.fromkeys(unknown))
+        raise NotExpressible(
+            f"it does not know the words '{shown}': they name no behaviour, number, body part "
+            "or style the offline author can read"
+        )
+    if f.pose_verbs and not f.poses:
+        raise NotExpressible(
+            f"'{' '.join(f.pose_verbs)}' names a movement of no body part the offline author "
+            "can measure"
+        )
+    clause = Clause(unmeasured=f.unmeasured, unused=f.unused)
+    clause.notes = [
+        f"{q.value:.3g} m/s is {q.value * 3.6:g} km/h as written"
+        for q in quantities
+        if q.dimension == "speed" and "kmh" in tokens
+    ]
+    clause.steps = build_steps(tokens, f, quantities)
+    clause.qualifiers = frozenset(f.qualifiers)
+    clause.poses = tuple(f.poses)
+    clause.count = f.counts[0] if f.counts else None
+    clause.repeat = f.repeat
+    if not clause.steps:
+        _no_step_left(f, quantities)
+    return clause
+
+
+def _no_step_left(f: Found, quantities: list[Quantity]) -> None:
+    """A clause without a behaviour may only qualify the step before it."""
+    if quantities and not f.counts:
+        said = ", ".join(q.text for q in quantities)
+        raise NotExpressible(f"'{said}' is said of no behaviour")

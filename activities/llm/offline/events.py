@@ -1,0 +1,224 @@
+"""Phases that end on the body's own events: counted jumps (rise above a height, come back
+down, N times) and flips (crouch, launch, rotate by the torso's accumulated pitch, land), as the
+reward contract's backflip. The judge counts the jumps and the turn from the body itself."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import activities.llm.offline.library as lib
+from activities.behaviours.layout import FREE, PLANAR
+from activities.llm.offline.compose import QUALIFIER, TASK, Builder, Term
+from activities.llm.offline.cores import ANGLE_LIMITED, jump_target
+from activities.llm.offline.judge import Measure
+from activities.llm.offline.phase_plan import Gated, Plan
+from activities.llm.offline.refusals import NotExpressible
+from activities.llm.offline.steps import Step
+
+TURN = 2.0 * math.pi
+# Torso heights (m) of a flip's crouch and launch, and the SHAPING band that lets it turn over.
+FLIP_HEIGHTS = {
+    "HalfCheetah-v5": (0.6, 0.9, None),
+    "Ant-v5": (0.35, 0.8, (0.2, 3.0)),
+    "Humanoid-v5": (1.15, 1.5, (0.3, 3.0)),
+}
+
+
+def _body_checks(b: Builder, what: str) -> None:
+    if b.env in ANGLE_LIMITED:
+        raise NotExpressible(
+            f"{b.env} ends the episode when its torso tilts more than {ANGLE_LIMITED[b.env]:g} "
+            f"rad, which SHAPING cannot move, so it cannot {what}"
+        )
+
+
+def counted_jumps(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
+    """N counted jumps: rise above a height, come back down, N times."""
+    b = Builder(plan.env, step)
+    if plan.env not in lib.JUMP_TARGET:
+        raise NotExpressible(
+            f"jumping needs a body with legs and a torso height (Hopper, Walker2d, Ant, "
+            f"Humanoid); not {plan.env}"
+        )
+    n = step.count or 2
+    stand_h = b.lay.stand_height
+    target = jump_target(b)
+    up = round(stand_h + 0.6 * (target - stand_h), 3)
+    down = round(stand_h + 0.15 * (target - stand_h), 3)
+    rises, lands = [], []
+    for k in range(n):
+        rises.append(plan.add(i, f"jump_{k + 1}", "height", above=up))
+        lands.append(plan.add(i, f"land_{k + 1}", "height", below=down))
+    if i == len(plan.steps) - 1:
+        plan.phases[-1] = replace(plan.phases[-1], until=None, below=None)
+    rise = gated.add(
+        Term(
+            "rise",
+            f"P.height_reward(ENV, info, lower={target:g}, margin={target - stand_h:.3g})",
+            1.0,
+            TASK,
+            "h_t",
+            f"torso up to {target:g} m",
+        ),
+        tuple(rises),
+    )
+    land = gated.add(
+        Term(
+            "land",
+            f"P.height_reward(ENV, info, lower=0.0, upper={down:g}, margin=0.3)",
+            1.0,
+            TASK,
+            r"\ell_t",
+            "coming back down",
+        ),
+        tuple(lands),
+    )
+    m.crit(
+        lib.crit("jumps", f"{n} distinct jumps above {up:g} m", "", float(n), weight=3.0),
+        rise,
+        land,
+        measure=Measure("P.height(ENV, t)", "count_rises", (up, down), "", "distinct jumps"),
+    )
+    _land_upright(m, lands[-1])
+    m.shaping.update(b.shaping)
+    m.notes += [n for n in b.notes if n not in m.notes]
+    _event_qualifiers(m, step, "jumps")
+    return rises + lands[:-1]
+
+
+EVENT_QUALIFIERS = frozenset({"no_fall", "whole_episode", "upright", "in_place", "still"})
+
+
+def _event_qualifiers(m: Builder, step: Step, what: str) -> None:
+    """Counted jumps and flips take survival and posture qualifiers; others refuse."""
+    left = sorted(step.qualifiers - EVENT_QUALIFIERS)
+    if left:
+        raise NotExpressible(f"'{', '.join(left)}' does not apply to {what} on {m.env}")
+    if step.poses:
+        raise NotExpressible(f"a pose during {what} is more than the offline author composes")
+    if step.qualifiers & {"no_fall", "whole_episode"}:
+        m.survival(0.95, "does not fall: survives at least 95% of the episode")
+
+
+def _land_upright(m: Builder, phase: int) -> None:
+    m.term("upright", "P.upright_reward(ENV, info)", 0.3, QUALIFIER, "u_t", "upright torso")
+    m.crit(
+        lib.crit("lands_upright", "upright after the last landing", "", 0.8),
+        "upright",
+        measure=Measure("P.uprightness(ENV, t)", "late_mean", (), "", "uprightness"),
+    )
+    m.windows["lands_upright"] = (phase,)
+
+
+def flip(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
+    """Crouch, launch, rotate (the torso's accumulated pitch), land."""
+    b = Builder(plan.env, step)
+    _body_checks(b, "flip")
+    heights = FLIP_HEIGHTS.get(plan.env)
+    if heights is None or b.lay.root not in (PLANAR, FREE):
+        raise NotExpressible(
+            f"a flip needs a torso that can turn over in the air (HalfCheetah, Ant, Humanoid); "
+            f"not {plan.env}"
+        )
+    crouch, launch, band = heights
+    if step.height is not None:
+        launch = round(b.lay.stand_height + step.height if step.height_rise else step.height, 3)
+    if band is not None:
+        m.shape(
+            f"{plan.env} ends an episode when its torso leaves {list(b.f.healthy_z or ())} m: "
+            f"SHAPING healthy_z_range {list(band)} lets it turn over in training and evaluation",
+            healthy_z_range=list(band),
+        )
+    n = step.count or 1
+    d = step.direction
+    turn = round(TURN * n, 4)
+    way = "backflip" if d > 0 else "front flip"
+    p0 = plan.add(i, "crouch", "height", below=crouch)
+    p1 = plan.add(i, "launch", "height", above=launch)
+    edge = {"above": round(0.9 * turn, 4)} if d > 0 else {"below": -round(0.9 * turn, 4)}
+    p2 = plan.add(i, "rotate", "turn", **edge)
+    p3 = plan.add(i, "land")
+    gated.add(
+        Term(
+            "crouch",
+            f"P.height_reward(ENV, info, lower=0.0, upper={crouch:g}, margin=0.2)",
+            1.0,
+            TASK,
+            "c_t",
+            "crouching",
+        ),
+        (p0,),
+    )
+    gated.add(
+        Term(
+            "launch",
+            f"P.height_reward(ENV, info, lower={launch:g}, margin=0.3)",
+            1.0,
+            TASK,
+            "h_t",
+            f"torso up to {launch:g} m",
+        ),
+        (p1,),
+    )
+    gated.add(
+        Term(
+            "rotate",
+            f"min(max({d:g} * info['turn'] / {turn:g}, 0.0), 1.0)",
+            1.0,
+            TASK,
+            r"\theta_t",
+            f"turning {'nose-up' if d > 0 else 'nose-down'}",
+        ),
+        (p2,),
+    )
+    gated.add(
+        Term(
+            "land_upright",
+            "P.upright_reward(ENV, info)",
+            1.0,
+            TASK,
+            "u_t",
+            "upright after the turn",
+        ),
+        (p3,),
+    )
+    times = f" {n} times" if n > 1 else ""
+    m.crit(
+        lib.crit(
+            "flips",
+            f"turns {turn:.3g} rad {'nose-up' if d > 0 else 'nose-down'} ({way}{times})",
+            "",
+            round(0.9 * turn, 4),
+            weight=3.0,
+        ),
+        "rotate",
+        measure=Measure(
+            f"{d:g} * P.total_rotation(ENV, t, 'pitch')",
+            "last",
+            (),
+            "rad",
+            f"{'nose-up' if d > 0 else 'nose-down'} turn",
+        ),
+    )
+    m.crit(
+        lib.crit("lands_upright", "upright at the end, after the turn", "", 0.7, weight=2.0),
+        "land_upright",
+        measure=Measure(
+            f"P.uprightness(ENV, t) * ({d:g} * P.total_rotation(ENV, t, 'pitch') >= "
+            f"{0.9 * turn:.4g})",
+            "final",
+            (),
+            "",
+            "uprightness after the turn",
+        ),
+    )
+    m.crit(
+        # Random flailing reaches it too: it guides, the turn and the landing decide.
+        lib.crit(
+            "airborne", f"torso reaches at least {launch:g} m", "max_height", launch, weight=0.5
+        ),
+        "launch",
+    )
+    _event_qualifiers(m, step, "a flip")
+    return [p0, p1, p2]

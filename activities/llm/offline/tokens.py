@@ -1,0 +1,136 @@
+"""Turning a prompt into tokens the reader can walk: words, numbers and clause marks.
+
+Lower case; "m/s", "km/h", "°" and numbers glued to units ("2.5m/s", "3s") become separate
+tokens; number words become numbers ("two" -> 2); hyphens and apostrophes split words
+("counter-clockwise" -> counter clockwise, "don't" -> don t); commas, semicolons and full stops
+become "," (a clause boundary). `lemma` finds the dictionary form of an inflected verb or noun
+from a set of known ones, and `Phrases` finds the longest known phrase at a position.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Generic, TypeVar
+
+from activities.llm.offline.body_lexicon import BODY_PARTS
+from activities.llm.offline.units import NUMBER_PHRASES, NUMBER_WORDS
+
+V = TypeVar("V")
+CLAUSE = ","
+
+_SYMBOLS = (
+    ("°", " deg "),
+    ("km/h", " kmh "),
+    ("m/s", " mps "),
+    ("rad/s", " radps "),
+    ("’", "'"),
+    ("–", " "),
+    ("—", " "),
+    ("%", " percent "),
+)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?$")
+
+
+def is_number(token: str) -> bool:
+    """Whether a token is a number ('2', '1.5')."""
+    return _NUMBER.match(token) is not None
+
+
+def normalize(prompt: str) -> list[str]:
+    """The prompt's tokens: words, numbers and "," for clause boundaries."""
+    text = prompt.lower()
+    for symbol, spoken in _SYMBOLS:
+        text = text.replace(symbol, spoken)
+    text = re.sub(r"(\d),(\d{3})\b", r"\1\2", text)  # 1,000 steps
+    text = re.sub(r"(\d)\s*(?=[a-z])", r"\1 ", text)  # 3s -> 3 s, 0.5m -> 0.5 m
+    text = re.sub(r"[,;:!?]|\.(?!\d)", " , ", text)
+    tokens = re.findall(r"\d+(?:\.\d+)?|[a-z]+|,", text)
+    tokens = _numbers(tokens)
+    # No empty clauses: "a, , b" reads as "a , b", and no mark at either end.
+    out: list[str] = []
+    for tok in tokens:
+        if tok == CLAUSE and (not out or out[-1] == CLAUSE):
+            continue
+        out.append(tok)
+    while out and out[-1] == CLAUSE:
+        out.pop()
+    return out
+
+
+def _numbers(tokens: list[str]) -> list[str]:
+    """Number words and phrases ("a couple of", "half a") as digits."""
+    phrases = _NUMBER_PHRASES
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        found = phrases.at(tokens, i)
+        if found is not None:
+            end, value = found
+            out.append(value)
+            i = end
+            continue
+        tok = tokens[i]
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+        # "one knee", "two poles": which parts, not a count of the behaviour.
+        word = (tok == "one" and nxt in ("of", "after", "another")) or (
+            tok in ("one", "two") and (nxt in BODY_PARTS or nxt in ("pole", "poles"))
+        )
+        out.append(_digits(NUMBER_WORDS[tok]) if tok in NUMBER_WORDS and not word else tok)
+        i += 1
+    return out
+
+
+def _digits(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+class Phrases(Generic[V]):
+    """Known phrases (as space-separated text) and what each means; `at` finds the longest
+    one starting at a position."""
+
+    def __init__(self, table: Mapping[str, V]) -> None:
+        self.table = {tuple(k.split()): v for k, v in table.items()}
+        self.longest = max((len(k) for k in self.table), default=0)
+
+    def at(self, tokens: list[str], i: int) -> tuple[int, V] | None:
+        """(end index, meaning) of the longest phrase at tokens[i:], or None."""
+        for n in range(min(self.longest, len(tokens) - i), 0, -1):
+            hit = self.table.get(tuple(tokens[i : i + n]))
+            if hit is not None:
+                return i + n, hit
+        return None
+
+
+_NUMBER_PHRASES = Phrases(NUMBER_PHRASES)
+
+_IRREGULAR = {
+    "ran": "run", "went": "go", "gone": "go", "goes": "go", "swam": "swim", "swum": "swim",
+    "lying": "lie", "lain": "lie", "lies": "lie", "laid": "lay", "sat": "sit", "stood": "stand",
+    "rose": "rise", "risen": "rise", "spun": "spin", "leapt": "leap", "sprang": "spring",
+    "sprung": "spring", "feet": "foot", "knelt": "kneel", "held": "hold", "kept": "keep",
+    "bent": "bend", "rode": "ride", "dove": "dive", "flew": "fly",
+}  # fmt: skip
+
+
+def lemma(word: str, known: Iterable[str] | frozenset[str] | set[str]) -> str:
+    """The known dictionary form of an inflected word (running -> run, moves -> move, hopped
+    -> hop), or the word itself when no form of it is known."""
+    vocab = known if isinstance(known, set | frozenset) else set(known)
+    if word in vocab:
+        return word
+    if word in _IRREGULAR and _IRREGULAR[word] in vocab:
+        return _IRREGULAR[word]
+    for suffix in ("ing", "ed", "es", "s"):
+        if not word.endswith(suffix) or len(word) <= len(suffix) + 1:
+            continue
+        base = word[: -len(suffix)]
+        candidates = [base, base + "e"]
+        if len(base) > 2 and base[-1] == base[-2]:
+            candidates.append(base[:-1])  # running -> run, hopped -> hop
+        if suffix == "es" and base.endswith("i"):
+            candidates.append(base[:-1] + "y")
+        for cand in candidates:
+            if cand in vocab:
+                return cand
+    return word
