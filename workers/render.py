@@ -96,6 +96,8 @@ def print_status(
             f"  stage {status.stage}, iteration {status.iteration}/{status.max_iterations}, "
             f"author {shown(status.model_label)}, best score {best}",
         )
+        if status.unmeasured:
+            say(console, Text.assemble("  not measured: ", literal(", ".join(status.unmeasured))))
         if status.stage in ("training", "evaluating", "judging"):
             say(console, f"  timesteps {status.timesteps_done:,} / {status.timesteps_target:,}")
         if status.waiting:
@@ -237,6 +239,11 @@ def report(
         "aborted": "[yellow]ABORTED[/yellow]",
     }[result.status]
     author = f"(author: {shown(result.model_label)})"
+    if result.unmeasured:
+        # Nobody should take a pass for the whole intent when words of it were not measured.
+        verdict += " [yellow](partly expressed)[/yellow]"
+        missing = ", ".join(result.unmeasured)
+        say(console, Text.assemble("  not measured: ", literal(missing)))
     if result.note:
         say(console, Text.assemble(Text.from_markup(verdict), "  ", literal(result.note)))
     say(console, f"  {usage_line(result.llm_usage, result.training_seconds)}")

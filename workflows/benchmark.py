@@ -57,6 +57,7 @@ def ended(result: CaseResult, session: SessionResult, wall: float) -> CaseResult
             "tokens": usage.input_tokens + usage.output_tokens,
             "cost_usd": usage.cost_usd,
             "model_label": session.model_label,
+            "unmeasured": list(session.unmeasured),
             "error": session.note if session.status == "budget_exhausted" else None,
         }
     )

@@ -252,6 +252,7 @@ class SessionWorkflow:
         state.visual_criteria = next((a for a in authored if isinstance(a, VisualCriteria)), None)
         state.accounting.check()
         results = [a for a in authored if isinstance(a, AuthorResult)]
+        state.status.unmeasured = results[0].unmeasured if results else []
         learnt = max((a.timesteps or 0 for a in results), default=0)
         if learnt > state.timesteps and workflow.patched(LESSON_PATCH):
             # A lesson's passing session trained longer: start where it passed (within the cap).
@@ -477,6 +478,7 @@ class SessionWorkflow:
             llm_usage=state.accounting.session,
             training_seconds=round(state.accounting.training_seconds, 2),
             note=note,
+            unmeasured=state.status.unmeasured,
         )
 
     # --- a person in the loop: updates (validated) and signals of the same names ---------------

@@ -103,6 +103,7 @@ def author_reward(req: AuthorRequest) -> AuthorResult:
             criteria=authored.criteria,
             model_label=model_label(req.llm_model),
             timesteps=authored.timesteps,
+            unmeasured=list(authored.unmeasured),
         )
     code, call = reward.author(
         req.prompt,

@@ -134,3 +134,22 @@ def test_generated_text_in_the_web_ui_details_is_text_not_markdown():
     assert text.count(escaped) >= 3  # the diagnosis, the ignored signal, the note
     row = next(line for line in text.splitlines() if line.startswith("| 1 |"))
     assert row.count(" | ") == 4  # the diagnosis is one cell
+
+
+def test_a_pass_that_left_words_unmeasured_says_it_was_partly_expressed():
+    result = SessionResult(
+        session_id="s1",
+        status="passed",
+        passed=True,
+        model_label="offline (no LLM)",
+        best_iteration=1,
+        best_score=0.9,
+        best=RECORDS[0],
+        iterations=RECORDS[:1],
+        unmeasured=["gracefully", "with a relaxed stride"],
+    )
+    console = Console(record=True, width=200)
+    report(result, console, "bucket", "http://localhost:8233")
+    text = console.export_text()
+    assert "PASSED (partly expressed)  best iteration 1" in text
+    assert "not measured: gracefully, with a relaxed stride" in text

@@ -264,3 +264,23 @@ async def test_started_from_the_temporal_cli(temporal_env, s3, queue_prefix):
         result = await client.get_workflow_handle(bid, result_type=BenchmarkStatus).result()
     assert result.benchmark_id == bid and result.overall.passed == 2
     assert [c.session_id for c in result.cases] == [f"{bid}-1", f"{bid}-2"]
+
+
+def test_a_case_keeps_the_words_its_session_left_unmeasured():
+    from workflows.benchmark import ended
+    from workflows.contracts.benchmark import CaseResult
+    from workflows.contracts.session import SessionResult
+
+    case = CaseResult(index=0, env_id="Hopper-v5", instruction="hop gracefully", session_id="s")
+    session = SessionResult(
+        session_id="s",
+        status="passed",
+        passed=True,
+        model_label="offline (no LLM)",
+        best_iteration=None,
+        best_score=None,
+        best=None,
+        iterations=[],
+        unmeasured=["gracefully"],
+    )
+    assert ended(case, session, 12.0).unmeasured == ["gracefully"]

@@ -108,6 +108,7 @@ class Script:
     train_fault_forever: bool = False  # every fix fails in training again
     # A run that trains but whose reward's sandbox answered its counts out of format.
     result_fault: str | None = None
+    unmeasured: list[str] = field(default_factory=list)  # the author's unmeasured words
     calls: dict[str, list] = field(default_factory=dict)
 
     def log(self, name: str, req) -> None:
@@ -149,6 +150,7 @@ class Script:
                 criteria=CRITERIA,
                 model_label="offline (no LLM)",
                 usage=script.usage("reward_author", req.llm_model),
+                unmeasured=script.unmeasured,
             )
 
         @activity.defn(name="author_judge")
@@ -971,3 +973,11 @@ async def test_code_failing_after_validation_ends_the_session_when_the_fixes_run
         assert cause is not None and "ZeroDivisionError" in cause.message
         assert len(script.calls.get("fix_code", [])) == fixes
         assert len(script.calls["train_policy"]) == fixes + 1
+
+
+async def test_words_the_author_could_not_measure_reach_the_result_and_the_status(
+    temporal_env, queue_prefix
+):
+    script = Script(scores=[0.9], unmeasured=["gracefully", "with a relaxed stride"])
+    result = await run_session(temporal_env, queue_prefix, script)
+    assert result.passed and result.unmeasured == ["gracefully", "with a relaxed stride"]

@@ -70,6 +70,8 @@ class CaseResult(Contract):
     cost_usd: float = 0.0
     model_label: str = ""
     error: str | None = None
+    # Words of the intent no criterion measured: a pass is only partly expressed.
+    unmeasured: list[str] = Field(default_factory=list)
 
     @property
     def finished(self) -> bool:

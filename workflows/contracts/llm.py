@@ -56,6 +56,9 @@ class AuthorResult(Contract):
     usage: LLMCall | None = None
     # The budget per run that a lesson's passing session trained with (None: no lesson).
     timesteps: int | None = None
+    # Words of the intent the author could not measure (style: "gracefully"): not refused,
+    # but a result says it was only partly expressed.
+    unmeasured: list[str] = Field(default_factory=list)
 
 
 class JudgeAuthorRequest(SessionContext):

@@ -280,6 +280,8 @@ class SessionStatus(Contract):
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
     training_seconds: float = 0.0
     note: str | None = None  # e.g. which budget ran out
+    # Words of the intent no criterion measures (the offline author's style words).
+    unmeasured: list[str] = Field(default_factory=list)
     approval: str = "none"
     awaiting_approval: int | None = None  # the iteration waiting for a person, if any
     pending_rewards: list[RewardArtifact] = Field(default_factory=list)  # what awaits approval
@@ -329,3 +331,5 @@ class SessionResult(Contract):
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
     training_seconds: float = 0.0
     note: str | None = None
+    # Words of the intent no criterion measures: a pass is "partly expressed".
+    unmeasured: list[str] = Field(default_factory=list)
