@@ -142,6 +142,8 @@ def test_train_local_trains_and_evaluates(tmp_path: Path):
             "feet_z": (T, 2),
             "feet_contact": (T, 2),
             "knees_z": (T, 2),
+            # x, y, z of its five named parts (head, both feet and knees: behaviours/parts.py).
+            "parts_pos": (T, 15),
         }
         assert set(npz.files) == set(shapes) | {"meta_env_id", "meta_dt"}
         for key, shape in shapes.items():

@@ -240,6 +240,7 @@ def _allowed_origin(value: object) -> bool:
         # The behaviour library: its functions, and the shaping function it re-exports.
         *MODULE_SOURCES.values(),
         "activities.behaviours.shaping",
+        "activities.behaviours.parts",  # the body-part measures primitives re-exports
     )
 
 
