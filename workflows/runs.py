@@ -153,8 +153,7 @@ async def _one_run(
             break
         # Trained (its model and summary kept), but its sandbox answered the end-of-training
         # counts out of format: the code's fault, fixed like a batch member's.
-        error = steps.member_fault(state.iteration, trained.fault)
-        reward = await steps.refix_reward(state.iteration, candidate, reward, error)
+        reward = await _refix_fault(steps, candidate, reward, trained.fault)
     judged = await _evaluate_and_judge(steps, candidate, reward, seed, config, trained)
     return judged, reward
 
@@ -171,10 +170,18 @@ async def _after_batch(
     trained on) is fixed and trained again on its own."""
     if trained.fault is None:
         return await _evaluate_and_judge(steps, candidate, reward, seed, config, trained), reward
-    iteration = steps.state.iteration
-    error = steps.member_fault(iteration, trained.fault)
-    fixed = await steps.refix_reward(iteration, candidate, reward, error)
+    fixed = await _refix_fault(steps, candidate, reward, trained.fault)
     return await _one_run(steps, candidate, fixed, seed, config, None)
+
+
+async def _refix_fault(
+    steps: Steps, candidate: int, reward: RewardArtifact, fault: str
+) -> RewardArtifact:
+    """The reward fixed for a fault its run reported after training (within the budget)."""
+    iteration = steps.state.iteration
+    return await steps.refix_reward(
+        iteration, candidate, reward, steps.member_fault(iteration, fault)
+    )
 
 
 async def _train_batches(

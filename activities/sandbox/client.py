@@ -106,6 +106,9 @@ class SandboxClient:
             )
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self._stdin_fd = self.proc.stdin.fileno()
+        # Writes have a deadline too (`call`): a sandbox that stopped reading (stopped, wedged)
+        # would otherwise hold the runner on a full pipe forever.
+        os.set_blocking(self._stdin_fd, False)
         self._watch: watchdog.Watch | None = None
         try:
             # Its threads, CPU time and scratch, watched from this process (watchdog.py).
@@ -177,9 +180,6 @@ class SandboxClient:
         """One operation; its answer, or CodeFault with the sandbox's one-line error."""
         what = str(header.get("op"))
         timeout = timeout_s or self.call_timeout_s
-        # Writes have a deadline too: a sandbox that stopped reading (stopped, wedged) would
-        # otherwise hold the runner on a full pipe forever.
-        os.set_blocking(self._stdin_fd, False)
         try:
             wire.write_all(self._stdin_fd, wire.encode(header, payload), _deadline(timeout))
         except TimeoutError:

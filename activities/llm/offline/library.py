@@ -262,3 +262,15 @@ def locomotion_criteria(
             weight=3.0,
         )
     return [speed, *alive_criteria(env_id), *upright_criteria(env_id)]
+
+
+def reaches_target() -> Criterion:
+    """Reacher's end criterion, shared by its template and the composer."""
+    return crit(
+        "reaches_target",
+        "fingertip within 0.02 m of the target at the end",
+        "final_distance_to_target",
+        0.02,
+        "at_most",
+        weight=2.0,
+    )

@@ -363,16 +363,7 @@ def _reach(intent: Intent, env_id: str) -> Match:
         "still_weight": 0.01 if intent.still else 0.0,
         "hold_radius": 0.02,
     }
-    criteria = [
-        lib.crit(
-            "reaches_target",
-            "fingertip within 0.02 m of the target at the end",
-            "final_distance_to_target",
-            0.02,
-            "at_most",
-            weight=2.0,
-        )
-    ]
+    criteria = [lib.reaches_target()]
     if intent.quick:
         criteria.append(
             lib.crit(

@@ -271,17 +271,7 @@ def reach(b: Builder) -> None:
         "d_t",
         "fingertip at the target",
     )
-    b.crit(
-        lib.crit(
-            "reaches_target",
-            "fingertip within 0.02 m of the target at the end",
-            "final_distance_to_target",
-            0.02,
-            "at_most",
-            weight=2.0,
-        ),
-        "reach",
-    )
+    b.crit(lib.reaches_target(), "reach")
     quick = b.r.quick or "quickly" in b.r.tokens or "fast" in b.r.tokens
     if b.r.deadline is not None:
         b.crit(

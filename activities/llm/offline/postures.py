@@ -212,12 +212,11 @@ def hold(b: Builder) -> None:
     b.falls()
 
 
-def pose(b: Builder) -> None:
-    """Holding a pose of named body parts (on a standing body: standing up while doing it)."""
-    if not b.r.poses:
-        return stop(b)
+def _stay_up(b: Builder, share: float) -> None:
+    """On a body that stands (but HumanoidStandup, which starts lying): the torso held at
+    `share` of its standing height, as a qualifier."""
     if can_stand(b) and b.env != "HumanoidStandup-v5":
-        low = 0.75 * b.lay.stand_height
+        low = share * b.lay.stand_height
         b.term(
             "height",
             f"P.height_reward(ENV, info, lower={low:.3g}, margin=0.3)",
@@ -226,6 +225,13 @@ def pose(b: Builder) -> None:
             "h_t",
             f"torso at least {low:.2f} m up",
         )
+
+
+def pose(b: Builder) -> None:
+    """Holding a pose of named body parts (on a standing body: standing up while doing it)."""
+    if not b.r.poses:
+        return stop(b)
+    _stay_up(b, 0.75)
     apply_poses(b, 1.0)
     b.has("stay")
     if b.has("still") and b.lay.root in (PLANAR, FREE, SWIMMER):
@@ -266,16 +272,7 @@ def stop(b: Builder) -> None:
             ),
             "limbs",
         )
-    if can_stand(b) and b.env != "HumanoidStandup-v5":
-        low = 0.8 * b.lay.stand_height
-        b.term(
-            "height",
-            f"P.height_reward(ENV, info, lower={low:.3g}, margin=0.3)",
-            0.5,
-            QUALIFIER,
-            "h_t",
-            f"torso at least {low:.2f} m up",
-        )
+    _stay_up(b, 0.8)
     apply_poses(b, 0.5)
     b.upright(0.3, strict=b.has("upright") | b.has("no_fall"))
     b.falls()
