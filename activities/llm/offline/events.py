@@ -17,6 +17,7 @@ from activities.llm.offline.refusals import NotExpressible
 from activities.llm.offline.steps import Step
 
 TURN = 2.0 * math.pi
+FLIP_RATE = 2.0 * math.pi  # rad/s: a turn a second pays the rotate term's rate half in full
 # Torso heights (m) of a flip's crouch and launch, and the SHAPING band that lets it turn over.
 FLIP_HEIGHTS = {
     "HalfCheetah-v5": (0.6, 0.9, None),
@@ -80,11 +81,45 @@ def counted_jumps(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> l
         land,
         measure=Measure("P.height(ENV, t)", "count_rises", (up, down), "", "distinct jumps"),
     )
+    if step.direction:
+        _travel(m, gated, step.direction, n, tuple(rises + lands))
     _land_upright(m, lands[-1])
     m.shaping.update(b.shaping)
     m.notes += [n for n in b.notes if n not in m.notes]
     _event_qualifiers(m, step, "jumps")
     return rises + lands[:-1]
+
+
+TRAVEL_PER_JUMP = 0.25  # m: "hop forward twice" is judged on at least this much per jump
+
+
+def _travel(m: Builder, gated: Gated, d: float, n: int, phases: tuple[int, ...]) -> None:
+    """Counted jumps that go somewhere: pay for moving that way while jumping, and judge the
+    distance covered over the episode."""
+    word = "forward" if d > 0 else "backward"
+    travel = gated.add(
+        Term(
+            "travel",
+            f"P.tolerance({d:g} * P.forward_velocity(ENV, info), 0.5, P.INF, margin=0.5)",
+            0.5,
+            TASK,
+            r"v_t",
+            f"moving {word} while jumping",
+        ),
+        phases,
+    )
+    far = round(TRAVEL_PER_JUMP * n, 3)
+    m.crit(
+        lib.crit(
+            f"travels_{word}",
+            f"travels at least {far:g} m {word}",
+            "forward_distance",
+            far * d,
+            "at_least" if d > 0 else "at_most",
+            weight=1.0,
+        ),
+        travel,
+    )
 
 
 EVENT_QUALIFIERS = frozenset({"no_fall", "whole_episode", "upright", "in_place", "still"})
@@ -161,10 +196,14 @@ def flip(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
         ),
         (p1,),
     )
+    # Half for how far it has turned, half for turning fast: a level alone has a resting place
+    # short of the full turn (on its nose, 5 of 6.3 rad), and only momentum carries it over.
     gated.add(
         Term(
             "rotate",
-            f"min(max({d:g} * info['turn'] / {turn:g}, 0.0), 1.0)",
+            f"0.5 * min(max({d:g} * info['turn'] / {turn:g}, 0.0), 1.0) + 0.5 * P.tolerance("
+            f"{d:g} * P.rotation_rate(ENV, info, 'pitch'), {FLIP_RATE:g}, P.INF, "
+            f"margin={FLIP_RATE:g})",
             1.0,
             TASK,
             r"\theta_t",

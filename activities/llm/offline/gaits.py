@@ -71,7 +71,8 @@ def locomotion(b: Builder) -> None:
                 f"{target:g} m/s is well above the ~{fast:g} m/s a PPO policy typically reaches "
                 f"on {b.env} within a few hundred thousand steps"
             )
-        _track(b, d, word, target)
+        stated = b.r.speed not in ("slow", "steady")
+        _track(b, d, word, target, lib.stated_speed_tolerance(target) if stated else None)
     if b.r.distance is not None:
         _distance(b, d, word)
     if b.lay.root == FREE or (b.lay.root == SWIMMER and b.has("straight")):
@@ -163,12 +164,18 @@ def _sideways(b: Builder, side: float) -> None:
     b.falls()
 
 
-def _track(b: Builder, d: float, word: str, target: float) -> None:
+def _track(b: Builder, d: float, word: str, target: float, judged: float | None) -> None:
+    """Near a target speed: the judge allows `judged` m/s either side (None: a quarter of the
+    target, for words like "steady"); the reward's narrow bell pays for being close and a wide
+    one pulls from a standing start."""
     margin = max(0.5 * target, 0.25)
+    tol = judged if judged is not None else max(0.25 * target, 0.1)
+    narrow = max(min(0.3 * target, 2.0 * tol), 0.15)
     b.term(
         "speed",
-        f"P.speed_tracking_reward(ENV, info, target={target:g}, margin={margin:g}, "
-        f"direction={d:g})",
+        f"0.5 * P.speed_tracking_reward(ENV, info, target={target:g}, margin={margin:g}, "
+        f"direction={d:g}) + 0.5 * P.speed_tracking_reward(ENV, info, target={target:g}, "
+        f"margin={narrow:g}, direction={d:g})",
         1.0,
         TASK,
         r"s_t",
@@ -181,7 +188,7 @@ def _track(b: Builder, d: float, word: str, target: float) -> None:
             _velocity_metric(d),
             target,
             "near",
-            margin,
+            tol,
             weight=2.0,
         ),
         "speed",
@@ -194,7 +201,7 @@ def _speed_band(b: Builder, d: float, word: str) -> None:
     fast = b.f.reachable_speed
     metric = _velocity_metric(d)
     if lo is not None and hi is not None:
-        _track(b, d, word, round((lo + hi) / 2, 4))
+        _track(b, d, word, round((lo + hi) / 2, 4), round((hi - lo) / 2, 4))
         return
     if hi is None:
         assert lo is not None

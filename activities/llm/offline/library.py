@@ -235,15 +235,21 @@ def upright_criteria(env_id: str) -> list[Criterion]:
     ]
 
 
+def stated_speed_tolerance(target: float) -> float:
+    """How far the judged mean speed may sit from a speed the person stated ("at 2.5 m/s"):
+    8 %, so that a pass (the speed's weight with the rest met) stays within about 12 % of it."""
+    return round(max(0.08 * target, 0.05), 4)
+
+
 def locomotion_criteria(
-    env_id: str, direction: float, target: float, exact: bool
+    env_id: str, direction: float, target: float, exact: bool, stated: bool = False
 ) -> list[Criterion]:
-    """The speed criterion for moving forward or backward (at least, or near an exact target),
-    with staying healthy and upright."""
+    """The speed criterion for moving forward or backward (at least, or near an exact target:
+    a stated number closely, a word like "steady" loosely), with staying healthy and upright."""
     word = "forward" if direction > 0 else "backward"
     metric = "mean_x_velocity" if direction > 0 else "mean_backward_velocity"
     if exact:
-        tol = max(0.25 * target, 0.1)
+        tol = stated_speed_tolerance(target) if stated else max(0.25 * target, 0.1)
         speed = crit(
             f"{word}_speed",
             f"mean {word} velocity {target:g} m/s (within {tol:g} m/s)",

@@ -146,7 +146,7 @@ def _locomotion(intent: Intent, env_id: str) -> Match:
         params = {
             "speed_weight": 2.0 * max(1.0, base["healthy_bonus"]),
             "target_speed": round(target, 4),
-            "speed_tolerance": round(max(0.5 * target, 0.25), 4),
+            "speed_tolerance": round(max(0.15 * target, 0.15), 4),
             "direction": intent.direction,
             **base,
         }
@@ -157,7 +157,9 @@ def _locomotion(intent: Intent, env_id: str) -> Match:
         "locomotion",
         env_id,
         params,
-        lib.locomotion_criteria(env_id, intent.direction, target, exact),
+        lib.locomotion_criteria(
+            env_id, intent.direction, target, exact, stated=intent.speed == "exact"
+        ),
         tuple(notes),
     )
 

@@ -24,7 +24,9 @@ class Step:
     core: str  # locomotion stand lie sit squat spin turn jump balance reach rear_up flip pose stop
     qualifiers: frozenset[str] = frozenset()
     tokens: tuple[str, ...] = ()  # the clause's words (for details like "both poles")
-    direction: float = 1.0  # locomotion +1 forward / -1 backward; spin, turn +1 ccw; flip +1 back
+    # locomotion +1 forward / -1 backward; spin, turn +1 ccw; flip +1 back; jump: the way it
+    # travels (0: on the spot)
+    direction: float = 1.0
     speed: str = "plain"  # max, plain, slow, steady, exact, band
     target_speed: float | None = None  # m/s, for exact
     speed_range: tuple[float | None, float | None] = (None, None)  # m/s, for band
@@ -121,9 +123,13 @@ def _cores(f: Found, quantities: list[Quantity]) -> list[tuple[int, str, str]]:
 
 
 def _hop_is_a_jump(f: Found, quantities: list[Quantity]) -> bool:
-    high = any(q.dimension in ("height", "count") for q in quantities)
+    """A hop is a jump when counted ("hop forward twice": two jumps that travel), or, with no
+    direction, when high, repeated or named a jump; otherwise it is a bounding gait."""
+    if f.counts or any(q.dimension == "count" for q in quantities):
+        return True
+    high = any(q.dimension == "height" for q in quantities)
     extras = {w for _, w in f.extras} & _JUMP_WORDS
-    return not f.directions and (high or bool(f.counts) or f.repeat or bool(extras))
+    return not f.directions and (high or f.repeat or bool(extras))
 
 
 def _resolve(cores: list[tuple[int, str, str]], f: Found, quantities: list[Quantity]):
@@ -264,6 +270,8 @@ def _direction(core: str, f: Found, verb: str) -> float:
         return f.sides[-1] if f.sides else 1.0
     if core == "flip":
         return f.flip_way if f.flip_way is not None else 1.0
+    if core == "jump":
+        return f.directions[-1] if f.directions else 0.0  # 0: on the spot
     return 1.0
 
 

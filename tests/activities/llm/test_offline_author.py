@@ -231,3 +231,36 @@ def test_candidates_of_a_template_reward_weigh_the_control_cost_differently():
     # Each candidate says its own weight where people read it.
     assert len({r.summary for r in rewards}) == 3
     assert all(r.template == rewards[0].template for r in rewards)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "env_id", "target"),
+    [
+        ("run forward at 2.5 m/s", "HalfCheetah-v5", 2.5),
+        ("hop ahead at 0.8 m/s", "Hopper-v5", 0.8),
+        ("walk backward at 1 m/s", "Walker2d-v5", -1.0),
+        ("run forward at 3 m/s with its head lowered", "HalfCheetah-v5", 3.0),
+        ("trot forward at 9 km/h", "Ant-v5", 2.5),
+    ],
+)
+def test_a_stated_speed_passes_only_within_15_percent_of_it(prompt, env_id, target):
+    """A person who asks for 2.5 m/s and gets 2.04 (18 % under) did not get what they asked
+    for: with every other criterion met, the judged score passes near the number and fails
+    15 % away from it, either side."""
+    from activities.judging.code_judge import criterion_score
+
+    criteria = OfflineAuthor().author(prompt, env_id).criteria
+    speed = next(c for c in criteria if "velocity" in c.description and c.direction == "near")
+    assert speed.target == pytest.approx(abs(target), rel=1e-3)
+
+    def score(measured: float) -> float:
+        total = sum(c.weight for c in criteria)
+        got = sum(
+            c.weight * (criterion_score(measured, c) if c is speed else 1.0) for c in criteria
+        )
+        return got / total
+
+    t = abs(target)
+    assert score(t) == 1.0
+    assert score(0.93 * t) >= 0.8 and score(1.07 * t) >= 0.8
+    assert score(0.85 * t) < 0.8 and score(1.15 * t) < 0.8

@@ -31,6 +31,7 @@ SAMPLE = [
     ("HalfCheetah-v5", "run forward at most 1.5 m/s without going backward"),
     ("Hopper-v5", "jump twice"),
     ("Hopper-v5", "jump again and again"),
+    ("Hopper-v5", "hop forward twice"),
     ("Hopper-v5", "stand still for 3 seconds, then hop forward"),
     ("Walker2d-v5", "stand on one leg"),
     ("Walker2d-v5", "walk forward, then sprint, and finally stop"),
