@@ -211,14 +211,21 @@ def total_rotation(env: str, data: Mapping[str, Any], axis: str = "pitch") -> An
     qpos = _arr(data, "qpos")
     if qpos.ndim < 2 or len(qpos) < 2:
         return _out(first)
+    turn = turn_between(env, qpos[:-1], qpos[1:], axis)
+    return np.cumsum(np.concatenate([first[:1], turn]))
+
+
+def turn_between(env: str, before: np.ndarray, after: np.ndarray, axis: str = "pitch") -> Any:
+    """The torso's turn about `axis` (rad, signs as `rotation_rate`) from the states `before`
+    to `after` (qpos rows), exact where `rotation_step` samples the end-of-step rate."""
+    before, after = np.atleast_2d(before), np.atleast_2d(after)
     root = layout(env).root
     if root in (PLANAR, SWIMMER):
         sign = -1.0 if root == PLANAR else 1.0
         moves = "pitch" if root == PLANAR else "yaw"
-        turn = sign * np.diff(qpos[:, 2]) if axis == moves else np.zeros(len(qpos) - 1)
-    else:
-        turn = _relative_turn(qpos[:-1, 3:7], qpos[1:, 3:7], axis)
-    return np.cumsum(np.concatenate([first[:1], turn]))
+        diff = after[:, 2] - before[:, 2]
+        return sign * diff if axis == moves else np.zeros(len(diff))
+    return _relative_turn(before[:, 3:7], after[:, 3:7], axis)
 
 
 def _relative_turn(before: np.ndarray, after: np.ndarray, axis: str) -> np.ndarray:

@@ -88,11 +88,16 @@ class PhaseClock:
         self.phase = np.zeros(n, dtype=np.int64)
         self.turn = np.zeros(n)
         self.steps = np.zeros(n, dtype=np.int64)
+        # Each copy's qpos after its last step (to turn exactly between states), and whether
+        # it belongs to the running episode: its first step has only the end-of-step rate.
+        self.last: np.ndarray | None = None
+        self.known = np.zeros(n, dtype=bool)
 
     def reset(self, which: np.ndarray | None = None) -> None:
         """Start the episodes of the copies in `which` (a mask; all when None) afresh."""
         sel = slice(None) if which is None else which
         self.phase[sel], self.turn[sel], self.steps[sel] = 0, 0.0, 0
+        self.known[sel] = False
 
     def advance(self, data: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """One step of every copy, from its state after the step (`data`: "qpos", "qvel" as
@@ -100,7 +105,7 @@ class PhaseClock:
         self.steps += 1
         moving = LAYOUTS.get(self.env_id)
         if self.phases and moving is not None and moving.root in MOVING:
-            self.turn += np.asarray(P.rotation_step(self.env_id, data, "pitch"), dtype=float)
+            self.turn += self._turned(data)
         for i, phase in enumerate(self.phases[:-1]):
             here = self.phase == i
             if here.any():
@@ -112,6 +117,21 @@ class PhaseClock:
             out["phase"], out["turn"] = self.phase.astype(float), self.turn.copy()
         if self.clock:
             out["clock"] = self.steps / self.limit
+        return out
+
+    def _turned(self, data: Mapping[str, Any]) -> np.ndarray:
+        """The nose-up turn of each copy during this step: exact from the state before, as
+        the judge's `total_rotation` counts it (the end-of-step rate times dt, which a policy
+        can make positive at every step without turning, only on an episode's first step)."""
+        step = np.broadcast_to(
+            np.asarray(P.rotation_step(self.env_id, data, "pitch"), dtype=float), self.turn.shape
+        )
+        qpos = np.asarray(data["qpos"], dtype=float).reshape(len(self.turn), -1)
+        out = step.copy()
+        if self.last is not None and self.known.any():
+            exact = np.asarray(P.turn_between(self.env_id, self.last, qpos, "pitch"), dtype=float)
+            out[self.known] = exact[self.known]
+        self.last, self.known = qpos.copy(), np.ones_like(self.known)
         return out
 
     def _measure(self, name: str | None, data: Mapping[str, Any]) -> np.ndarray:

@@ -114,6 +114,8 @@ class Builder:
         self.shaping: dict[str, Any] = {}
         # A step of a sequence: its duration is its phase's length, not a survival bar.
         self.in_sequence = False
+        # Factors on a phased reward's progress floor (a flip's: not turned the wrong way).
+        self.progress_factors: list[str] = []
 
     def term(
         self, name: str, call: str, weight: float, role: str, latex: str, meaning: str

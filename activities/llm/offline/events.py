@@ -17,6 +17,7 @@ from activities.llm.offline.refusals import NotExpressible
 from activities.llm.offline.steps import Step
 
 TURN = 2.0 * math.pi
+QUARTER = round(math.pi / 2, 4)  # rad: the launch ends once the torso has turned this far
 FLIP_RATE = 2.0 * math.pi  # rad/s: a turn a second pays the rotate term's rate half in full
 # Torso heights (m) of a flip's crouch and launch, and the SHAPING band that lets it turn over.
 FLIP_HEIGHTS = {
@@ -169,15 +170,21 @@ def flip(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
     d = step.direction
     turn = round(TURN * n, 4)
     way = "backflip" if d > 0 else "front flip"
+    # Crouching, rising and turning pay only while the torso has not turned the other way: a
+    # cheetah rears as high on its front legs as on its hind ones, and once over the wrong way
+    # it lies on its back with no way back.
+    # So does the progress floor: a front flip reaches the later phases as fast as a backflip.
+    way_on = f"P.tolerance({d:g} * info['turn'], -0.5, P.INF, margin=1.0)"
+    m.progress_factors.append(way_on)
     p0 = plan.add(i, "crouch", "height", below=crouch)
-    p1 = plan.add(i, "launch", "height", above=launch)
+    p1 = plan.add(i, "launch", "turn", **({"above": QUARTER} if d > 0 else {"below": -QUARTER}))
     edge = {"above": round(0.9 * turn, 4)} if d > 0 else {"below": -round(0.9 * turn, 4)}
     p2 = plan.add(i, "rotate", "turn", **edge)
     p3 = plan.add(i, "land")
     gated.add(
         Term(
             "crouch",
-            f"P.height_reward(ENV, info, lower=0.0, upper={crouch:g}, margin=0.2)",
+            f"P.height_reward(ENV, info, lower=0.0, upper={crouch:g}, margin=0.2) * {way_on}",
             1.0,
             TASK,
             "c_t",
@@ -188,7 +195,7 @@ def flip(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
     gated.add(
         Term(
             "launch",
-            f"P.height_reward(ENV, info, lower={launch:g}, margin=0.3)",
+            f"P.height_reward(ENV, info, lower={launch:g}, margin=0.3) * {way_on}",
             1.0,
             TASK,
             "h_t",
@@ -201,9 +208,8 @@ def flip(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
     gated.add(
         Term(
             "rotate",
-            f"0.5 * min(max({d:g} * info['turn'] / {turn:g}, 0.0), 1.0) + 0.5 * P.tolerance("
-            f"{d:g} * P.rotation_rate(ENV, info, 'pitch'), {FLIP_RATE:g}, P.INF, "
-            f"margin={FLIP_RATE:g})",
+            f"min(max({d:g} * P.rotation_rate(ENV, info, 'pitch') / {FLIP_RATE:g}, 0.0), 1.0)"
+            f" * {way_on}",
             1.0,
             TASK,
             r"\theta_t",
@@ -214,7 +220,9 @@ def flip(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
     gated.add(
         Term(
             "land_upright",
-            "P.upright_reward(ENV, info)",
+            # Upright and no longer turning: momentum carries a flip on to a second and third.
+            f"P.upright_reward(ENV, info) * P.tolerance(P.rotation_rate(ENV, info, 'pitch'), "
+            f"-1.0, 1.0, margin={FLIP_RATE / 2:g})",
             1.0,
             TASK,
             "u_t",

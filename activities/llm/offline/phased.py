@@ -88,7 +88,7 @@ def build_phased(parsed: Parsed, env_id: str) -> Composition:
         top = max(events) + 1
         merged.term(
             "progress",
-            f"float(min(phase, {top}))",
+            " * ".join([f"float(min(phase, {top}))", *merged.progress_factors]),
             round(peak, 4),
             PROGRESS,
             r"\phi_t",

@@ -59,7 +59,12 @@ def test_phases_advance_on_their_measures_one_at_a_time_and_restart():
     qpos, qvel = np.zeros((2, 6)), np.zeros((2, 6))
     qpos[:, 1] = [1.2, 0.5]  # copy 0 is high, copy 1 is not
     qvel[:, 2] = -100.0  # nose up at 100 rad/s: 0.8 rad a step
-    seen = [clock.advance({"qpos": qpos, "qvel": qvel})["phase"].tolist() for _ in range(3)]
+
+    def step() -> list[float]:
+        qpos[:, 2] -= 0.8  # rooty: nose up is negative
+        return clock.advance({"qpos": qpos, "qvel": qvel})["phase"].tolist()
+
+    seen = [step() for _ in range(3)]
     # One phase per step at most: copy 0 rises, then turns (1.6 rad after two steps); the
     # third waits for its time.
     assert seen == [[1, 0], [2, 0], [2, 0]]
@@ -133,3 +138,23 @@ def test_a_phased_candidate_trains_beside_a_plain_one_and_its_saved_policy_sees_
     assert arrays["info_phase"].tolist() == [0.0] * 10 + [1.0] * 30
     np.testing.assert_allclose(arrays["info_clock"], np.arange(1, 41) / 1000)
     assert arrays["reward"].sum() == 30.0
+
+
+def test_the_turn_counts_the_state_change_not_the_rate_at_the_end_of_each_step():
+    """A policy that ends every step turning nose-up, but rocks back within it, turns nothing:
+    after an episode's first step (which has only the rate) the clock counts what the judge's
+    `total_rotation` counts, the change of the torso's angle between states."""
+    clock = PhaseClock(
+        "HalfCheetah-v5", (Phase(until="turn", above=3.0), Phase()), False, 1, 100, 0.05
+    )
+    qpos, qvel = np.zeros((1, 9)), np.zeros((1, 9))
+    qvel[:, 2] = -10.0  # nose up at 10 rad/s at the end of every step
+    for _ in range(20):
+        qpos[:, 2] = 0.1 if qpos[0, 2] == 0.0 else 0.0  # rocking, no net turn
+        clock.advance({"qpos": qpos, "qvel": qvel})
+    assert clock.turn[0] < 0.7 and clock.phase.tolist() == [0]  # 0.5 of it the first step's rate
+    clock.reset()
+    for k in range(8):  # a real turn: 0.5 rad a step, the rate agreeing
+        qpos[:, 2] = -0.5 * (k + 1)
+        clock.advance({"qpos": qpos, "qvel": qvel})
+    assert clock.phase.tolist() == [1]
