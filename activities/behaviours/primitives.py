@@ -109,6 +109,14 @@ def height(env: str, data: Mapping[str, Any]) -> Any:
     return _out(_arr(data, "qpos")[..., lay.height_index] + lay.height_offset)
 
 
+def vertical_velocity(env: str, data: Mapping[str, Any]) -> Any:
+    """Upward velocity of the torso (m/s): rising above 0, falling below."""
+    lay = layout(env)
+    if lay.height_index is None:
+        raise ValueError(f"primitives: {env} has no torso height")
+    return _out(_arr(data, "qvel")[..., lay.height_index])
+
+
 def uprightness(env: str, data: Mapping[str, Any]) -> Any:
     """How upright the torso is: 1 upright, 0 lying on its side or back, -1 upside down."""
     root = _need(env, (PLANAR, FREE), "torso orientation")
@@ -569,6 +577,7 @@ __all__ = [
     "upright_reward",
     "uprightness",
     "velocity_reward",
+    "vertical_velocity",
     "wrap_angle",
     "yaw_rate",
     "yaw_rate_reward",

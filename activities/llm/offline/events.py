@@ -17,6 +17,8 @@ from activities.llm.offline.refusals import NotExpressible
 from activities.llm.offline.steps import Step
 
 TURN = 2.0 * math.pi
+RISE_SPEED = 2.0  # m/s upward: pays a counted jump's rise term's speed half in full
+TRAVEL_PER_JUMP = 0.25  # m: "hop forward twice" is judged on at least this much per jump
 QUARTER = round(math.pi / 2, 4)  # rad: the launch ends once the torso has turned this far
 FLIP_RATE = 2.0 * math.pi  # rad/s: a turn a second pays the rotate term's rate half in full
 # Torso heights (m) of a flip's crouch and launch, and the SHAPING band that lets it turn over.
@@ -54,10 +56,14 @@ def counted_jumps(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> l
         lands.append(plan.add(i, f"land_{k + 1}", "height", below=down))
     if i == len(plan.steps) - 1:
         plan.phases[-1] = replace(plan.phases[-1], until=None, below=None)
+    # Half for the height (rising linearly from standing), half for the upward speed that
+    # gets it there: a bell around the target alone pays almost nothing at standing height.
     rise = gated.add(
         Term(
             "rise",
-            f"P.height_reward(ENV, info, lower={target:g}, margin={target - stand_h:.3g})",
+            f"0.5 * P.tolerance(P.height(ENV, info), {target:g}, P.INF, "
+            f"margin={target - stand_h:.3g}, sigmoid='linear') + 0.5 * min(max("
+            f"P.vertical_velocity(ENV, info) / {RISE_SPEED:g}, 0.0), 1.0)",
             1.0,
             TASK,
             "h_t",
@@ -91,7 +97,6 @@ def counted_jumps(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> l
     return rises + lands[:-1]
 
 
-TRAVEL_PER_JUMP = 0.25  # m: "hop forward twice" is judged on at least this much per jump
 
 
 def _travel(m: Builder, gated: Gated, d: float, n: int, phases: tuple[int, ...]) -> None:
