@@ -264,3 +264,24 @@ def test_a_stated_speed_passes_only_within_15_percent_of_it(prompt, env_id, targ
     assert score(t) == 1.0
     assert score(0.93 * t) >= 0.8 and score(1.07 * t) >= 0.8
     assert score(0.85 * t) < 0.8 and score(1.15 * t) < 0.8
+
+
+READ_INTENTS = Path(__file__).with_name("read_intents.csv")
+
+
+@pytest.mark.parametrize(("env_id", "intent", "category"), _rows(READ_INTENTS))
+def test_the_trained_read_cases_are_expressed_as_their_class(env_id, intent, category):
+    """The benchmark's own cases (read_intents.csv) are expressed, each as its class: a stated
+    number is judged near it, a pose by a body part, a sequence and a repetition by phases."""
+    authored = OfflineAuthor().author(intent, env_id)
+    code = authored.reward.code
+    if category == "number":
+        assert any(c.direction == "near" and c.tolerance > 0 for c in authored.criteria)
+    elif category == "pose":
+        assert "P.part_" in code and authored.judge is not None
+    elif category in ("sequence", "repetition"):
+        assert "'phases'" in code and authored.judge is not None
+    else:
+        pytest.fail(f"read_intents.csv: unknown category {category!r}")
+    if category == "repetition":
+        assert any(c.name == "jumps" for c in authored.criteria)
