@@ -8,11 +8,14 @@ when one measure of the state crosses a threshold, advanced after every step fro
 state (never by generated code), at most one phase per step. The reward reads the phase the step
 ended in as info["phase"] (0, 1, ...) and the accumulated turn as info["turn"]; the policy gets
 the phase as one more input. `clock` adds the time since the episode began, as a fraction of the
-training episode's length (info["clock"], one more input). Training, evaluation, checkpoints
+training episode's length (info["clock"], one more input). `position` shows the policy the
+root's ground position (x, y), which every MuJoCo locomotion env leaves out of its observation:
+without it "hop in place" or "come back to the start" pays for where the body is while the
+policy cannot see where that is. Training, evaluation, checkpoints
 and the judge's episodes track them the same way, so a trained policy sees what it trained on.
 
 The exported model's input is the env's observation followed by these inputs, in the order
-phase, clock (`policy_obs`); every rollout here appends them.
+phase, clock, position (`policy_obs`); every rollout here appends them.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ MAX_PHASES = 8
 Measure = Literal["height", "turn", "time", "forward_velocity"]
 # What each measure needs of the body (checked when SHAPING is parsed).
 MOVING = (PLANAR, FREE, SWIMMER)
+POSITION_INPUTS = 2  # SHAPING `position`: the root's x and y (y is 0 on planar bodies)
 
 
 class Phase(BaseModel):
@@ -80,11 +84,21 @@ class PhaseClock:
     """The phase, turn and elapsed steps of `n` copies of `env_id`, advanced together."""
 
     def __init__(
-        self, env_id: str, phases: tuple[Phase, ...], clock: bool, n: int, limit: int, dt: float
+        self,
+        env_id: str,
+        phases: tuple[Phase, ...],
+        clock: bool,
+        n: int,
+        limit: int,
+        dt: float,
+        position: bool = False,
     ) -> None:
-        self.env_id, self.phases, self.clock = env_id, phases, clock
+        self.env_id, self.phases, self.clock, self.position = env_id, phases, clock, position
         self.limit, self.dt = max(1, limit), dt
-        self.width = int(bool(phases)) + int(clock)
+        self.width = int(bool(phases)) + int(clock) + POSITION_INPUTS * int(position)
+        # The root's ground position (x, y) after the last step; 0 at an episode's start, which
+        # is where every env here starts its body (within its reset noise).
+        self.where = np.zeros((n, POSITION_INPUTS))
         self.phase = np.zeros(n, dtype=np.int64)
         self.turn = np.zeros(n)
         self.steps = np.zeros(n, dtype=np.int64)
@@ -98,12 +112,17 @@ class PhaseClock:
         sel = slice(None) if which is None else which
         self.phase[sel], self.turn[sel], self.steps[sel] = 0, 0.0, 0
         self.known[sel] = False
+        self.where[sel] = 0.0
 
     def advance(self, data: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """One step of every copy, from its state after the step (`data`: "qpos", "qvel" as
         (n, ...) rows, and the env's info columns); what the reward reads of it."""
         self.steps += 1
         moving = LAYOUTS.get(self.env_id)
+        if self.position:
+            self.where = np.asarray(P.position(self.env_id, data), dtype=float).reshape(
+                len(self.turn), POSITION_INPUTS
+            )
         if self.phases and moving is not None and moving.root in MOVING:
             self.turn += self._turned(data)
         for i, phase in enumerate(self.phases[:-1]):
@@ -144,12 +163,14 @@ class PhaseClock:
 
     def features(self) -> np.ndarray:
         """The policy's extra inputs, (n, width): the phase as a fraction of the last one, then
-        the clock."""
+        the clock, then the ground position (x, y in metres)."""
         cols = []
         if self.phases:
             cols.append(self.phase / (len(self.phases) - 1))
         if self.clock:
             cols.append(self.steps / self.limit)
+        if self.position:
+            cols += [self.where[:, 0], self.where[:, 1]]
         return np.stack(cols, axis=1) if cols else np.zeros((len(self.phase), 0))
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import activities.llm.offline.library as lib
-from activities.behaviours.layout import FREE, PLANAR, layout
+from activities.behaviours.layout import FREE, PLANAR, SWIMMER, layout
 from activities.envs.catalog import facts
 from activities.llm.offline.judge import Measure
 from activities.llm.offline.reader import Parsed
@@ -120,9 +120,16 @@ class Builder:
     def term(
         self, name: str, call: str, weight: float, role: str, latex: str, meaning: str
     ) -> None:
-        """Add a term (a later term of the same name replaces it)."""
+        """Add a term (a later term of the same name replaces it). A term paying for where the
+        body is shows the policy its position (SHAPING `position`): the env hides it."""
         self.terms = [t for t in self.terms if t.name != name]
         self.terms.append(Term(name, call, round(weight, 4), role, latex, meaning))
+        if "P.position" in call and self.lay.root in (PLANAR, FREE, SWIMMER):
+            self.shape(
+                f"{self.env} leaves the body's x, y position out of the policy's observation: "
+                "SHAPING position shows it, since the reward pays for where the body is",
+                position=True,
+            )
 
     def crit(self, criterion: Criterion, *terms: str, measure: Measure | None = None) -> None:
         """Add a criterion served by `terms`; `measure` where only judge code measures it."""

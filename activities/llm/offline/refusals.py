@@ -29,8 +29,7 @@ UNSUPPORTED = {
     "reward here sets",
     "kneel": "kneeling needs knee contact with the floor, which the behaviour library does not "
     "measure",
-    # A policy turns around where it is; these envs leave the body's x position out of what the
-    # policy observes, so no reward can teach it where to turn.
-    "forth": "going back and forth needs the policy to see where it is, and the env hides its "
-    "x position from the policy",
+    # Phases end on height, turn, time or speed, not on where the body is: no turning points.
+    "forth": "going back and forth needs turning points at places, which no phase here ends on; "
+    "say it as a sequence ('run forward, then run backward')",
 }

@@ -19,7 +19,8 @@ the export folds them into the plain SB3 model (`export.py`): dropped inputs get
 the normaliser's statistics are rescaled, the action layer and log std are scaled. The saved
 model acts on the env's own observations and actions with no adapter, and evaluation and the
 judge see the behaviour in the unshaped env (its own reset and termination), so scores stay
-comparable across candidates. `phases` and `clock` add inputs that no env has: the saved model
+comparable across candidates. `phases`, `clock` and `position` (the root's ground x, y, which
+the envs leave out) add inputs that no env has: the saved model
 takes the env's observation followed by them, and every rollout of it here appends them
 (`phase_clock.policy_obs`). The other exception is `healthy_z_range`: it changes what the episode
 is (a jump above the env's band would otherwise end it), so evaluation plays under it too
@@ -36,7 +37,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from activities.behaviours.layout import LAYOUTS
 from activities.envs.catalog import facts
-from activities.training.phase_clock import MAX_PHASES, Phase, PhaseClock, check_phases
+from activities.training.phase_clock import (
+    MAX_PHASES,
+    MOVING,
+    POSITION_INPUTS,
+    Phase,
+    PhaseClock,
+    check_phases,
+)
 
 MAX_HEALTHY_Z = 5.0  # metres: the highest torso band a SHAPING may set
 
@@ -55,6 +63,7 @@ class Shaping(BaseModel):
     healthy_z_range: tuple[float, float] | None = None
     phases: tuple[Phase, ...] = Field(default=(), max_length=MAX_PHASES)
     clock: bool = False
+    position: bool = False
 
     @field_validator("healthy_z_range")
     @classmethod
@@ -65,8 +74,8 @@ class Shaping(BaseModel):
 
     @property
     def observes(self) -> int:
-        """How many inputs it adds to the policy's observation (phase, clock)."""
-        return int(bool(self.phases)) + int(self.clock)
+        """How many inputs it adds to the policy's observation (phase, clock, position)."""
+        return int(bool(self.phases)) + int(self.clock) + POSITION_INPUTS * int(self.position)
 
     def phase_clock(self, env_id: str, n: int, env_limit: int) -> PhaseClock | None:
         """The trackers of its phases and clock for `n` copies (None when it adds no input);
@@ -74,7 +83,9 @@ class Shaping(BaseModel):
         if not self.observes:
             return None
         limit = self.max_episode_steps or env_limit
-        return PhaseClock(env_id, self.phases, self.clock, n, limit, facts(env_id).dt)
+        return PhaseClock(
+            env_id, self.phases, self.clock, n, limit, facts(env_id).dt, position=self.position
+        )
 
     @property
     def empty(self) -> bool:
@@ -107,6 +118,11 @@ def _validated(raw: Any, env_id: str) -> Shaping:
     why = check_phases(shaping.phases, env_id)
     if why is not None:
         raise ShapingError(f"SHAPING['phases']: {why}")
+    lay = LAYOUTS.get(env_id)
+    if shaping.position and (lay is None or lay.root not in MOVING):
+        raise ShapingError(
+            f"SHAPING['position']: {env_id} has no free-moving body whose position to show"
+        )
     if shaping.healthy_z_range is not None and facts(env_id).healthy_z is None:
         raise ShapingError(
             f"SHAPING['healthy_z_range']: {env_id} does not end episodes on torso height"

@@ -260,10 +260,22 @@ def test_a_template_reward_that_keeps_falling_is_recomposed_without_falling():
     assert second.reward.params["q_no_fall"] == 1.0
 
 
-def test_back_and_forth_is_refused_for_what_the_policy_cannot_see():
+def test_back_and_forth_is_refused_with_the_sequence_that_says_it():
     for prompt, env_id in (
         ("walk back and forth", "Ant-v5"),
         ("run back and forth", "HalfCheetah-v5"),
     ):
-        with pytest.raises(ApplicationError, match="hides its x position from the policy"):
+        with pytest.raises(ApplicationError, match="turning points at places") as caught:
             match_intent(prompt, env_id)
+        assert "then run backward" in str(caught.value)
+
+
+def test_a_reward_for_where_the_body_is_shows_the_policy_its_position():
+    """The locomotion envs hide the root's x, y from the policy; staying in place pays for it,
+    so the author shows it through SHAPING and says so in the summary."""
+    for prompt, env_id in (("hop in place", "Hopper-v5"), ("run in place", "Ant-v5")):
+        authored = OfflineAuthor().author(prompt, env_id)
+        assert "SHAPING = {'position': True}" in authored.reward.code
+        assert "SHAPING position shows it" in authored.reward.summary
+    plain = OfflineAuthor().author("walk forward", "Ant-v5")
+    assert "'position'" not in plain.reward.code

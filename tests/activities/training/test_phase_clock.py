@@ -158,3 +158,66 @@ def test_the_turn_counts_the_state_change_not_the_rate_at_the_end_of_each_step()
         qpos[:, 2] = -0.5 * (k + 1)
         clock.advance({"qpos": qpos, "qvel": qvel})
     assert clock.phase.tolist() == [1]
+
+
+IN_PLACE = '''
+import primitives as P
+
+ENV = "Hopper-v5"
+SHAPING = {"position": True}
+
+
+class StayHere(RewardFunction):
+    def compute(self, obs, action, next_obs, info):
+        here = P.position_reward(ENV, info, x=0.0, y=0.0, radius=0.25, margin=1.0)
+        return float(here), {"here": float(here)}
+
+    @property
+    def latex(self):
+        return r"r = p"
+
+    @property
+    def terms(self):
+        return ["here"]
+'''
+
+
+def test_position_shows_the_policy_where_the_body_is_in_training_and_export(tmp_path: Path):
+    """SHAPING `position`: the root's x and y (hidden by every locomotion env) are two more
+    inputs, zero at an episode's start and the body's position after each step; the saved
+    model takes them, and evaluation appends them as training did."""
+    clock = PhaseClock("Ant-v5", (), False, 2, 1000, 0.05, position=True)
+    assert clock.width == 2 and clock.features().tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    qpos = np.zeros((2, 15))
+    qpos[:, :2] = [[1.5, -0.5], [0.2, 0.3]]
+    clock.advance({"qpos": qpos, "qvel": np.zeros((2, 14))})
+    np.testing.assert_allclose(clock.features(), [[1.5, -0.5], [0.2, 0.3]])
+    clock.reset(np.array([True, False]))
+    np.testing.assert_allclose(clock.features(), [[0.0, 0.0], [0.2, 0.3]])
+    with pytest.raises(ShapingError, match=r"SHAPING\['position'\]: Reacher-v5"):
+        parse({"position": True}, "Reacher-v5", 10, 50)
+
+    preset = preset_for("Hopper-v5")
+    here = LocalRewards(load_reward(IN_PLACE, "reward.py"))  # guarded: it imports primitives
+    cands = [Candidate("here", here, preset)]
+    ppo = BatchedPPO("Hopper-v5", cands, preset.n_steps * preset.n_envs, seed=1)
+    assert ppo.in_dim == ppo.obs_dim + 2
+    ppo.learn()
+    save_candidate(ppo, 0, tmp_path / "here")
+    model = load_model("ppo", tmp_path / "here" / "model.zip")
+    assert model.observation_space.shape == (ppo.obs_dim + 2,)
+    env = make_env("Hopper-v5", LocalRewards(load_reward(IN_PLACE, "reward.py")))
+    venv = load_vecnormalize(
+        tmp_path / "here" / "vecnormalize.npz", DummyVecEnv([lambda: model_inputs(env, model)])
+    )
+    act = deterministic_act(model, venv)
+    obs = np.array([env.reset(seed=s)[0] for s in range(3)])
+    where = np.array([[0.0, 0.0], [2.0, 0.0], [-1.0, 0.0]])
+    batched = ppo.deterministic_actions(obs[None], where[None])[0]
+    np.testing.assert_allclose(act(np.concatenate([obs, where], axis=1)), batched, atol=1e-4)
+    # Where the policy stands matters to it: the same observation elsewhere acts otherwise.
+    assert not np.allclose(batched[0], batched[1])
+    arrays, _ = collect(env, act, seed=0, max_steps=20)
+    env.close()
+    ppo.close()
+    assert arrays["obs"].shape[1] == ppo.obs_dim
