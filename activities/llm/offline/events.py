@@ -97,8 +97,6 @@ def counted_jumps(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> l
     return rises + lands[:-1]
 
 
-
-
 def _travel(m: Builder, gated: Gated, d: float, n: int, phases: tuple[int, ...]) -> None:
     """Counted jumps that go somewhere: pay for moving that way while jumping, and judge the
     distance covered over the episode."""

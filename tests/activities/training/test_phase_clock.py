@@ -160,7 +160,7 @@ def test_the_turn_counts_the_state_change_not_the_rate_at_the_end_of_each_step()
     assert clock.phase.tolist() == [1]
 
 
-IN_PLACE = '''
+IN_PLACE = """
 import primitives as P
 
 ENV = "Hopper-v5"
@@ -179,7 +179,7 @@ class StayHere(RewardFunction):
     @property
     def terms(self):
         return ["here"]
-'''
+"""
 
 
 def test_position_shows_the_policy_where_the_body_is_in_training_and_export(tmp_path: Path):
