@@ -134,6 +134,15 @@ def _preload(spec: ModeSpec) -> None:
         importlib.import_module(name)
 
 
+def _physics_reserve(spec: ModeSpec, req: ChildRequest) -> int:
+    """What a training job's envs reserve of address space (0 for other jobs: one env fits)."""
+    if spec.short or not (req.timesteps or req.members):
+        return 0
+    from activities.training.memory import physics_reserve_mb
+
+    return physics_reserve_mb(req)
+
+
 def _start_sandboxes(spec: ModeSpec, req: ChildRequest) -> list[SandboxClient]:
     """The sandbox processes for this run's generated code: one, or one per batch member
     (none for the benchmark's baseline); SandboxUnavailable when a required layer is
@@ -193,7 +202,7 @@ def main(prog: str, modes: Mapping[str, ModeSpec], argv: list[str] | None = None
         judge_box = boxes[-1] if spec.judge_apart and len(boxes) > 1 else None
         member_boxes = boxes[:-1] if judge_box is not None else boxes
         _preload(spec)
-        confine(short=spec.short)
+        confine(short=spec.short, extra_mb=_physics_reserve(spec, req))
         try:
             result = spec.handler(req, Run(args.mode, args.out, emit, box, member_boxes, judge_box))
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure becomes one line

@@ -88,11 +88,13 @@ def _cuda_torch() -> bool:
     return getattr(getattr(torch, "version", None), "cuda", None) is not None
 
 
-def confine(short: bool) -> Confinement:
-    """Limit this process; `short` for validation and judging (CPU time and file size caps)."""
+def confine(short: bool, extra_mb: int = 0) -> Confinement:
+    """Limit this process; `short` for validation and judging (CPU time and file size caps).
+    `extra_mb` raises the address-space cap by what the job's MuJoCo states reserve."""
     out = Confinement()
     _limit("no core dumps", resource.RLIMIT_CORE, 0, out)
     memory = _memory_mb()
+    memory += max(0, extra_mb) if memory > 0 else 0
     if memory > 0 and _cuda_torch():
         # CUDA maps far more address space than it uses (torch's CUDA build alone maps 3.7 GB
         # at import): no address-space cap lets it start. The sandbox keeps its own cap.
