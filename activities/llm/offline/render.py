@@ -71,6 +71,9 @@ def _derived(spec: TemplateSpec, env_id: str, params: dict[str, float]) -> dict[
         if env_id == "InvertedPendulum-v5"
         else r"(\theta_1^2 + (\theta_1 + \theta_2)^2)",
     }
+    # track_speed's wide bell: as wide as the target (at least 0.6 m/s), so that a standing
+    # start already earns a third of it.
+    out["speed_pull"] = num(round(max(abs(float(params.get("target_speed", 0.0))), 0.6), 4))
     # Rewards rendered before the forward template had a speed cap re-render uncapped.
     cap = float(params.get("speed_cap", 0.0))
     out["speed_cap"] = num(cap)
