@@ -20,7 +20,7 @@ TURN = 2.0 * math.pi
 RISE_SPEED = 2.0  # m/s upward: pays a counted jump's rise term's speed half in full
 TRAVEL_PER_JUMP = 0.25  # m: "hop forward twice" is judged on at least this much per jump
 QUARTER = round(math.pi / 2, 4)  # rad: the launch ends once the torso has turned this far
-FLIP_RATE = 2.0 * math.pi  # rad/s: a turn a second pays the rotate term's rate half in full
+FLIP_RATE = 2.0 * math.pi  # rad/s: a turn a second pays the rotate term in full
 # Torso heights (m) of a flip's crouch and launch, and the SHAPING band that lets it turn over.
 FLIP_HEIGHTS = {
     "HalfCheetah-v5": (0.6, 0.9, None),
@@ -173,10 +173,10 @@ def flip(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
     d = step.direction
     turn = round(TURN * n, 4)
     way = "backflip" if d > 0 else "front flip"
-    # Crouching, rising and turning pay only while the torso has not turned the other way: a
-    # cheetah rears as high on its front legs as on its hind ones, and once over the wrong way
-    # it lies on its back with no way back.
-    # So does the progress floor: a front flip reaches the later phases as fast as a backflip.
+    # Crouching, rising, turning and the progress floor pay only while the torso has not turned
+    # the other way: a cheetah rears as high on its front legs as on its hind ones, a front flip
+    # reaches the later phases as fast as a backflip, and once over the wrong way it lies on
+    # its back with no way back.
     way_on = f"P.tolerance({d:g} * info['turn'], -0.5, P.INF, margin=1.0)"
     m.progress_factors.append(way_on)
     p0 = plan.add(i, "crouch", "height", below=crouch)
@@ -206,8 +206,8 @@ def flip(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
         ),
         (p1,),
     )
-    # Half for how far it has turned, half for turning fast: a level alone has a resting place
-    # short of the full turn (on its nose, 5 of 6.3 rad), and only momentum carries it over.
+    # The turning rate, not how far it has turned: a level has resting places short of the
+    # full turn (on its back at pi, on its nose at 5 rad), and only momentum carries it over.
     gated.add(
         Term(
             "rotate",
