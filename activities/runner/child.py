@@ -90,6 +90,9 @@ class ModeSpec:
 
     handler: Handler
     preload: tuple[str, ...] = ()
+    # MB added to the address-space cap for what the job's envs reserve (training's many
+    # MuJoCo states); None: the base cap fits.
+    reserve_mb: Callable[[ChildRequest], int] | None = None
     short: bool = False
     unguarded_ok: bool = False
     # Added to this process's niceness before anything starts, its sandboxes included: the
@@ -132,15 +135,6 @@ def _preload(spec: ModeSpec) -> None:
     """Import what the mode needs while the process may still do anything."""
     for name in (*ALWAYS_PRELOAD, *spec.preload):
         importlib.import_module(name)
-
-
-def _physics_reserve(spec: ModeSpec, req: ChildRequest) -> int:
-    """What a training job's envs reserve of address space (0 for other jobs: one env fits)."""
-    if spec.short or not (req.timesteps or req.members):
-        return 0
-    from activities.training.memory import physics_reserve_mb
-
-    return physics_reserve_mb(req)
 
 
 def _start_sandboxes(spec: ModeSpec, req: ChildRequest) -> list[SandboxClient]:
@@ -202,7 +196,7 @@ def main(prog: str, modes: Mapping[str, ModeSpec], argv: list[str] | None = None
         judge_box = boxes[-1] if spec.judge_apart and len(boxes) > 1 else None
         member_boxes = boxes[:-1] if judge_box is not None else boxes
         _preload(spec)
-        confine(short=spec.short, extra_mb=_physics_reserve(spec, req))
+        confine(short=spec.short, extra_mb=spec.reserve_mb(req) if spec.reserve_mb else 0)
         try:
             result = spec.handler(req, Run(args.mode, args.out, emit, box, member_boxes, judge_box))
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure becomes one line

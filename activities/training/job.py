@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from activities.runner import child
 from activities.runner.protocol import ChildJob, ChildRequest
+from activities.training.memory import physics_reserve_mb
 from activities.training.run_spec import EvalJob, TrainJob
 
 if TYPE_CHECKING:
@@ -238,6 +239,7 @@ MODES: dict[str, child.ModeSpec] = {
             "tensorboardX",
         ),
         unguarded_ok=True,
+        reserve_mb=physics_reserve_mb,
     ),
     "train_batch": child.ModeSpec(
         _train_batch,
@@ -248,6 +250,7 @@ MODES: dict[str, child.ModeSpec] = {
             "activities.training.batched.run",
             "tensorboardX",
         ),
+        reserve_mb=physics_reserve_mb,
     ),
     "evaluate": child.ModeSpec(_evaluate, (*_ENV, *_POLICY), unguarded_ok=True),
     "evaluate_beside": child.ModeSpec(
