@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import math
 
-import gymnasium as gym
-
-from activities.envs.quiet import quiet_mujoco
 from activities.runner.protocol import ChildRequest
 from activities.training.presets import preset_for
 
@@ -23,6 +20,11 @@ HEADROOM = 1.5  # on the states counted: models, renderers' buffers, allocator s
 
 def state_mb(env_id: str) -> float:
     """Address space one MjData of `env_id` reserves (its arena and buffer), in MB."""
+    # Imported here: supervisors import the job modules without the simulator.
+    import gymnasium as gym
+
+    from activities.envs.quiet import quiet_mujoco
+
     quiet_mujoco()
     env = gym.make(env_id)
     try:
