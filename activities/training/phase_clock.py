@@ -142,14 +142,14 @@ class PhaseClock:
         """The nose-up turn of each copy during this step: exact from the state before, as
         the judge's `total_rotation` counts it (the end-of-step rate times dt, which a policy
         can make positive at every step without turning, only on an episode's first step)."""
-        step = np.broadcast_to(
-            np.asarray(P.rotation_step(self.env_id, data, "pitch"), dtype=float), self.turn.shape
-        )
         qpos = np.asarray(data["qpos"], dtype=float).reshape(len(self.turn), -1)
-        out = step.copy()
+        out = np.zeros(len(self.turn))
         if self.last is not None and self.known.any():
             exact = np.asarray(P.turn_between(self.env_id, self.last, qpos, "pitch"), dtype=float)
             out[self.known] = exact[self.known]
+        if not self.known.all():  # first steps: only the end-of-step rate is known
+            step = np.asarray(P.rotation_step(self.env_id, data, "pitch"), dtype=float)
+            out[~self.known] = np.broadcast_to(step, out.shape)[~self.known]
         self.last, self.known = qpos.copy(), np.ones_like(self.known)
         return out
 

@@ -9,7 +9,7 @@ from activities.behaviours.layout import FREE, PLANAR, SWIMMER
 from activities.llm.offline.compose import QUALIFIER, TASK, Builder
 from activities.llm.offline.intents import verb_fits
 from activities.llm.offline.judge import Measure
-from activities.llm.offline.motions import turn_count
+from activities.llm.offline.motions import turn_count, yaw_rate
 from activities.llm.offline.poses import apply_poses
 from activities.llm.offline.refusals import NotExpressible
 
@@ -352,7 +352,6 @@ def _circle(b: Builder) -> None:
     d = -1.0 if b.has("cw") else 1.0
     speed = round(0.5 * b.f.reachable_speed, 3)
     rate = lib.SPIN_RATE.get(b.env, 0.5) / 2
-    way = "clockwise" if d < 0 else "counter-clockwise"
     b.term(
         "speed",
         f"P.tolerance(P.speed(ENV, info), {speed:g}, P.INF, margin={speed:g})",
@@ -360,14 +359,6 @@ def _circle(b: Builder) -> None:
         TASK,
         "s_t",
         f"ground speed of {speed:g} m/s",
-    )
-    b.term(
-        "turn",
-        f"P.yaw_rate_reward(ENV, info, target={rate:g}, direction={d:g})",
-        1.0,
-        TASK,
-        r"\dot\psi_t",
-        f"turning {way} at {rate:g} rad/s",
     )
     b.crit(
         lib.crit(
@@ -378,17 +369,7 @@ def _circle(b: Builder) -> None:
         ),
         "speed",
     )
-    metric = "mean_yaw_rate" if d > 0 else "mean_clockwise_yaw_rate"
-    b.crit(
-        lib.crit(
-            "turns_" + ("ccw" if d > 0 else "cw"),
-            f"mean {way} yaw rate at least {0.5 * rate:g} rad/s",
-            metric,
-            0.5 * rate,
-            weight=2.0,
-        ),
-        "turn",
-    )
+    yaw_rate(b, "turn", "turns_" + ("ccw" if d > 0 else "cw"), d, rate, 0.5, 2.0)
     if b.r.count:
         turn_count(b, d, b.r.count, "turn")
     apply_poses(b, 0.5)

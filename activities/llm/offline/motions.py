@@ -31,38 +31,50 @@ def turn_count(b: Builder, d: float, count: int, serving: str) -> None:
     )
 
 
-def spin(b: Builder) -> None:
-    """Spinning about the vertical at a rate, a number of turns, in place or not."""
+def turning_way(b: Builder, what: str) -> float:
+    """+1 counter-clockwise (the default) or -1 clockwise, for a body that turns about the
+    vertical; refuses the others."""
     if b.lay.root not in (FREE, SWIMMER) or b.env == "HumanoidStandup-v5":
         raise NotExpressible(
-            f"spinning needs a body that turns about the vertical (Ant, Humanoid, Swimmer); "
+            f"{what} needs a body that turns about the vertical (Ant, Humanoid, Swimmer); "
             f"not {b.env}"
         )
     b.has("ccw")
-    d = -1.0 if b.has("cw") else b.r.direction
-    rate = b.r.rate if b.r.rate is not None else lib.SPIN_RATE[b.env]
-    if b.r.rate is None:
-        rate *= {"max": 1.5, "slow": 0.5}.get(b.r.speed, 1.0)
+    return -1.0 if b.has("cw") else b.r.direction
+
+
+def yaw_rate(
+    b: Builder, term: str, crit: str, d: float, rate: float, share: float, weight: float
+) -> None:
+    """A term for turning at `rate` rad/s the way `d`, judged on at least `share` of it."""
     way = "counter-clockwise" if d > 0 else "clockwise"
     b.term(
-        "spin",
+        term,
         f"P.yaw_rate_reward(ENV, info, target={rate:g}, direction={d:g})",
         1.0,
         TASK,
         r"\dot\psi_t",
         f"turning {way} at {rate:g} rad/s",
     )
-    metric = "mean_yaw_rate" if d > 0 else "mean_clockwise_yaw_rate"
     b.crit(
         lib.crit(
-            "spins",
-            f"mean {way} yaw rate at least {0.7 * rate:g} rad/s",
-            metric,
-            0.7 * rate,
-            weight=3.0,
+            crit,
+            f"mean {way} yaw rate at least {share * rate:g} rad/s",
+            "mean_yaw_rate" if d > 0 else "mean_clockwise_yaw_rate",
+            share * rate,
+            weight=weight,
         ),
-        "spin",
+        term,
     )
+
+
+def spin(b: Builder) -> None:
+    """Spinning about the vertical at a rate, a number of turns, in place or not."""
+    d = turning_way(b, "spinning")
+    rate = b.r.rate if b.r.rate is not None else lib.SPIN_RATE[b.env]
+    if b.r.rate is None:
+        rate *= {"max": 1.5, "slow": 0.5}.get(b.r.speed, 1.0)
+    yaw_rate(b, "spin", "spins", d, rate, 0.7, 3.0)
     if b.r.count:
         turn_count(b, d, b.r.count, "spin")
     if b.r.angle is not None:
@@ -85,13 +97,7 @@ def spin(b: Builder) -> None:
 
 def turn(b: Builder) -> None:
     """Turning to face a new heading ("turn left", "turn 90 degrees to the right")."""
-    if b.lay.root not in (FREE, SWIMMER) or b.env == "HumanoidStandup-v5":
-        raise NotExpressible(
-            f"turning needs a body that turns about the vertical (Ant, Humanoid, Swimmer); "
-            f"not {b.env}"
-        )
-    b.has("ccw")
-    d = -1.0 if b.has("cw") else b.r.direction
+    d = turning_way(b, "turning")
     angle = b.r.angle if b.r.angle is not None else math.pi / 2
     target = round(d * angle, 4)
     b.term(
