@@ -270,6 +270,28 @@ def locomotion_criteria(
     return [speed, *alive_criteria(env_id), *upright_criteria(env_id)]
 
 
+def balance_criteria(double: bool, held: float = 0.95) -> list[Criterion]:
+    """The pendulums' criteria, shared by their template and the composer: the pole stays up
+    for `held` of the episode and close to vertical on average."""
+    limit = 0.1 if double else 0.05
+    return [
+        crit(
+            "keeps_balance",
+            f"pole stays up for at least {held:.0%} of the episode",
+            "alive_fraction",
+            held,
+            weight=2.0,
+        ),
+        crit(
+            "pole_vertical",
+            f"mean pole deviation from vertical at most {limit:g} rad",
+            "mean_abs_pole_angle",
+            limit,
+            "at_most",
+        ),
+    ]
+
+
 def reaches_target() -> Criterion:
     """Reacher's end criterion, shared by its template and the composer."""
     return crit(

@@ -309,24 +309,7 @@ def _balance(intent: Intent, env_id: str) -> Match:
     )
     double = env_id == "InvertedDoublePendulum-v5"
     params = {"alive_bonus": 1.0, "angle_weight": 0.5 if double else 1.0, "center_weight": 0.05}
-    limit = 0.1 if double else 0.05
-    criteria = [
-        lib.crit(
-            "keeps_balance",
-            "pole stays up for at least 95% of the episode",
-            "alive_fraction",
-            0.95,
-            weight=2.0,
-        ),
-        lib.crit(
-            "pole_vertical",
-            f"mean pole deviation from vertical at most {limit:g} rad",
-            "mean_abs_pole_angle",
-            limit,
-            "at_most",
-        ),
-    ]
-    return Match("balance", "balancing", env_id, params, criteria)
+    return Match("balance", "balancing", env_id, params, lib.balance_criteria(double))
 
 
 def _rear_up(intent: Intent, env_id: str) -> Match:

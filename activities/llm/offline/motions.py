@@ -241,28 +241,9 @@ def balance(b: Builder) -> None:
     bar = 0.99 if b.has("whole_episode") else 0.95
     if held is not None:
         bar = min(0.99, held / episode)
-    b.crit(
-        lib.crit(
-            "keeps_balance",
-            f"pole stays up for at least {bar:.0%} of the episode",
-            "alive_fraction",
-            bar,
-            weight=2.0,
-        ),
-        "pole",
-        "alive",
-    )
-    limit = 0.1 if poles == 2 else 0.05
-    b.crit(
-        lib.crit(
-            "pole_vertical",
-            f"mean pole deviation from vertical at most {limit:g} rad",
-            "mean_abs_pole_angle",
-            limit,
-            "at_most",
-        ),
-        "pole",
-    )
+    keeps, vertical = lib.balance_criteria(poles == 2, bar)
+    b.crit(keeps, "pole", "alive")
+    b.crit(vertical, "pole")
 
 
 def reach(b: Builder) -> None:
