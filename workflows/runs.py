@@ -68,10 +68,14 @@ async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> Iterat
     for (k, config, _), run in zip(runs_to_do, runs, strict=True):
         groups.setdefault((k, config), []).append(run)
     means = {g: sum(r[2].score for r in rs) / len(rs) for g, rs in groups.items()}
-    # Ties go to the earlier candidate and config (the preset before its variants).
+    passes = {g: sum(r[2].passed for r in rs) for g, rs in groups.items()}
+    # A passing run beats any score (the verdict is every criterion met; the score is
+    # progress); ties go to the earlier candidate and config (the preset before its variants).
     order = {g: i for i, g in enumerate(groups)}
-    winner = max(means, key=lambda g: (means[g], -order[g]))
-    best_run, best_train, best_judgment = max(groups[winner], key=lambda r: r[2].score)
+    winner = max(means, key=lambda g: (passes[g], means[g], -order[g]))
+    best_run, best_train, best_judgment = max(
+        groups[winner], key=lambda r: (r[2].passed, r[2].score)
+    )
     candidate, config = winner
     state.evidence[iteration] = IterationEvidence(
         iteration=iteration,
@@ -79,7 +83,10 @@ async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> Iterat
         judgment=best_judgment,
         train=best_train,
     )
-    if state.best_run is None or best_run.score >= state.best_run.score:
+    if state.best_run is None or (best_run.passed, best_run.score) >= (
+        state.best_run.passed,
+        state.best_run.score,
+    ):
         state.best_run = best_run
     notes = []
     if inp.seeds > 1:

@@ -81,8 +81,8 @@ class SessionState:
         return self.inp.max_iterations + self.steering.extra_iterations
 
     def best(self) -> IterationRecord:
-        """The best-scoring iteration so far (the earlier one on a tie)."""
-        return max(self.records, key=lambda r: r.score)
+        """The best iteration so far: a passing one before any score (the earlier on a tie)."""
+        return max(self.records, key=lambda r: (r.passed, r.score))
 
     def stage(self, stage: Stage, **changes: Any) -> None:
         """Enter a stage: the status (with the spend and what people sent), the Web UI's
@@ -157,7 +157,7 @@ class SessionState:
         self.evidence = {e.iteration: e for e in carry.evidence}
         # The warm start's base: the best run so far, the later one on a tie (as the fan-out
         # keeps it).
-        self.best_run = max(reversed(carry.records), key=lambda r: r.score).best_run
+        self.best_run = max(reversed(carry.records), key=lambda r: (r.passed, r.score)).best_run
         self.accounting.session = carry.llm_usage
         self.accounting.training_seconds = carry.training_seconds
         steering = self.steering

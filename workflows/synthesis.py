@@ -64,7 +64,9 @@ def synthesize(
     ]
     return Judgment(
         score=score,
-        passed=score >= pass_threshold,
+        # The code judge's verdict (every criterion met) stands; the video judge weighs in the
+        # score, the diagnosis and the tags.
+        passed=code.passed,
         diagnosis=diagnosis[:1500],
         criteria=criteria,
         failure_tags=tags,

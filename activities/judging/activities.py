@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from activities.artifacts import ArtifactStore
 from activities.judging.code_judge import judge_trajectory
 from activities.judging.job import JUDGE
+from activities.judging.measured import judgment_from_code, library_values
 from activities.judging.session_tools import session_tool
 from activities.logs import activity_logger
 from activities.runner.protocol import ChildFailed, ChildRequest
@@ -27,7 +28,7 @@ from workflows.contracts.activities import (
     JUDGE_ROLLOUT,
     implements,
 )
-from workflows.contracts.judging import CriterionScore, JudgeRequest, Judgment
+from workflows.contracts.judging import JudgeRequest, Judgment
 from workflows.contracts.keys import JUDGMENT, eval_checkpoints_prefix, run_prefix_of
 
 # The judge child's limit, inside the activity's start-to-close (workflows/contracts/timeouts.py,
@@ -123,11 +124,8 @@ def _judge_with_metrics(
     def judged(src: bytes) -> Judgment:
         return judge_trajectory(src, req.env_id, req.criteria, req.pass_threshold)
 
-    def scored(j: Judgment) -> Judged:
-        return j.score, {c.name: c.value for c in j.criteria if c.measured}
-
     try:
-        return judged(npz), [scored(judged(store.get_bytes(key))) for key in extra]
+        return judged(npz), [_scored(judged(store.get_bytes(key))) for key in extra]
     except ValueError as exc:  # TrajectoryError, or an env the metrics do not know
         raise ApplicationError(
             f"trajectory {req.trajectory_key} cannot be judged: {exc}",
@@ -144,10 +142,11 @@ async def _judge_with_code(
     with tempfile.TemporaryDirectory(prefix="pf-judge-", ignore_cleanup_errors=True) as tmp:
         traj = Path(tmp) / "eval.npz"
         traj.write_bytes(npz)
-        extra_paths = []
+        extra_paths, extra_bytes = [], []
         for i, key in enumerate(extra):
             path = Path(tmp) / f"checkpoint_{i}.npz"
-            path.write_bytes(await asyncio.to_thread(store.get_bytes, key))
+            extra_bytes.append(await asyncio.to_thread(store.get_bytes, key))
+            path.write_bytes(extra_bytes[-1])
             extra_paths.append(str(path))
         child = ChildRequest(
             env_id=req.env_id,
@@ -175,41 +174,24 @@ async def _judge_with_code(
                 type="JudgeCodeFailed",
                 non_retryable=exc.reward_fault,
             ) from None
-    scores = [float(s) for s in result.get("extra_scores", [])]
-    measured = result.get("extra_measured") or [{} for _ in scores]
-    return judgment_from_code(result["judgment"], req), list(zip(scores, measured, strict=True))
+    judgment = judgment_from_code(result["judgment"], req.criteria, _library(npz, req))
+    judged = [
+        _scored(judgment_from_code(j, req.criteria, _library(data, req)))
+        for j, data in zip(result.get("extra", []), extra_bytes, strict=True)
+    ]
+    return judgment, judged
 
 
-def judgment_from_code(out: dict, req: JudgeRequest) -> Judgment:
-    """The Judgment for an answer of judge code (already checked by `judge_code`)."""
-    by_name = {c.name: c for c in req.criteria}
-    measured: dict[str, float] = out.get("measured") or {}
-    scores = []
-    for name, score in out["criteria"].items():
-        c = by_name.get(name)
-        value = measured.get(name)
-        scores.append(
-            CriterionScore(
-                name=name,
-                metric="judge_fn",
-                # The physical value against the criterion's own target; a judge that gave
-                # none leaves its score, marked as not measured.
-                value=round(float(score if value is None else value), 6),
-                target=c.target if c is not None else 1.0,
-                direction=c.direction if c is not None else "at_least",
-                score=round(float(score), 4),
-                measured=value is not None,
-                unit=c.unit if c is not None else "",
-            )
-        )
-    score = float(out["score"])
-    return Judgment(
-        score=round(score, 4),
-        passed=score >= req.pass_threshold,
-        diagnosis=out["diagnosis"] or "(the judge gave no diagnosis)",
-        criteria=scores,
-        failure_tags=out["failure_tags"],
-    )
+def _library(npz: bytes, req: JudgeRequest) -> dict[str, float]:
+    """The behaviour library's values of the criteria that name one of its metrics."""
+    try:
+        return library_values(npz, req.env_id, req.criteria)
+    except ValueError:  # an unreadable trajectory: the judge code's own reading decides
+        return {}
+
+
+def _scored(j: Judgment) -> Judged:
+    return j.score, {c.name: c.value for c in j.criteria if c.measured}
 
 
 JUDGE_ACTIVITIES: list[Callable[..., Any]] = [judge_rollout, session_tool]

@@ -14,8 +14,10 @@ from pathlib import Path, PurePosixPath
 from activities.artifacts import ArtifactStore
 from activities.judging.code_judge import judge_trajectory
 from activities.judging.job import JUDGE
+from activities.judging.measured import judgment_from_code, library_values
 from activities.runner.protocol import ChildRequest
 from activities.runner.supervisor import run_child
+from workflows.contracts.judging import Judgment
 from workflows.contracts.training import StopAtPass
 
 JUDGE_TIMEOUT_S = 120.0
@@ -23,15 +25,14 @@ JUDGE_TIMEOUT_S = 120.0
 
 async def score_checkpoint(
     rule: StopAtPass, env_id: str, episodes: list[Path], work_dir: Path
-) -> list[float]:
-    """Each episode's score (0-1) under the session's judge; ChildFailed or ValueError when
-    the judge cannot score them."""
+) -> list[Judgment]:
+    """Each episode's judgment (its verdict, score and measured values) under the session's
+    judge; ChildFailed or ValueError when the judge cannot judge them."""
     if rule.judge_key is None:
-        judged = [
+        return [
             await asyncio.to_thread(judge_trajectory, path, env_id, rule.criteria, 1.0)
             for path in episodes
         ]
-        return [j.score for j in judged]
     source = await asyncio.to_thread(ArtifactStore().get_text, rule.judge_key)
     child = ChildRequest(
         env_id=env_id,
@@ -42,4 +43,12 @@ async def score_checkpoint(
         extra_trajectories=[str(p) for p in episodes[1:]],
     )
     result = await run_child(JUDGE, child, work_dir, timeout_s=JUDGE_TIMEOUT_S)
-    return [float(result["judgment"]["score"]), *map(float, result["extra_scores"])]
+    answers = [result["judgment"], *result.get("extra", [])]
+
+    def verdicts() -> list[Judgment]:
+        return [
+            judgment_from_code(a, rule.criteria, library_values(p, env_id, rule.criteria))
+            for a, p in zip(answers, episodes, strict=True)
+        ]
+
+    return await asyncio.to_thread(verdicts)

@@ -1,19 +1,21 @@
 """The code judge: measure a trajectory against the session's criteria, score, and explain.
 
-Each criterion scores in [0, 1]; the judgment's score is their weighted mean and it passes at
-`pass_threshold`. The diagnosis names measured numbers against targets in at most three sentences
-and the failure tags are short snake_case words the reviser acts on.
+Each criterion is met or not by its measured value (workflows/verdict.py) and the judgment
+passes only when every one is met; its score (the weighted mean of each criterion's progress,
+discounted by survival) is progress, not the verdict. The diagnosis names measured numbers
+against targets in at most three sentences and the failure tags are short snake_case words the
+reviser acts on.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 
 from activities.judging.metrics import METRICS, MetricUnavailable, Trajectory, compute
 from workflows.contracts.judging import Criterion, CriterionScore, Judgment
+from workflows.verdict import all_met, meets, progress
 
 # (tag when the value is below the target, tag when above) for a failing criterion.
 TAGS: dict[str, tuple[str | None, str | None]] = {
@@ -51,24 +53,8 @@ BONUS_DOMINANCE = 3.0  # a constant bonus "dominates" above this multiple of the
 
 
 def criterion_score(value: float, c: Criterion) -> float:
-    """1 when the criterion is met, falling towards 0 with the shortfall."""
-    if not math.isfinite(value):
-        return 0.0
-    t = c.target
-    if c.direction == "near":
-        err = abs(value - t)
-        if err <= c.tolerance:
-            return 1.0
-        # Linear to 0 at three tolerances off target: "near" is judged on the tolerance's scale.
-        scale = 2.0 * c.tolerance if c.tolerance > 0 else max(0.1 * abs(t), 1e-6)
-        return _clip(1.0 - (err - c.tolerance) / scale)
-    if c.direction == "at_least":
-        if value >= t:
-            return 1.0
-        return _clip(value / t) if t > 0 else _clip(1.0 - (t - value) / max(abs(t), 1.0))
-    if value <= t:  # at_most
-        return 1.0
-    return _clip(t / value) if t > 0 else _clip(1.0 - (value - t) / max(abs(t), 1.0))
+    """A criterion's progress: 1 exactly when it is met, falling towards 0 with the shortfall."""
+    return progress(value, c)
 
 
 def _clip(x: float) -> float:
@@ -156,15 +142,19 @@ def judge(t: Trajectory, criteria: list[Criterion], pass_threshold: float) -> Ju
         try:
             value = compute(t, _metric(c))
         except MetricUnavailable as exc:
-            scores.append(_score(c, 0.0, 0.0))
+            scores.append(_score(c, 0.0, 0.0, met=False, measured=False))
             unmeasurable.append(f"{c.name}: {exc}")
             tags.append("unmeasurable_criterion")
             continue
-        met = criterion_score(value, c)
-        s = met if c.metric in SURVIVAL_METRICS else met * alive
-        scores.append(_score(c, value, s))
-        if met < 1.0:
-            failing.append((c.weight * (1.0 - s), _describe(t, c, value)))
+        met = meets(value, c)
+        # Survival discounts the progress of what was measured while alive (a squat held for
+        # 20 of 1000 steps is not held); whether it is met is its value, and falling is judged
+        # by its own criterion (alive_fraction).
+        reached = criterion_score(value, c)
+        s = reached if c.metric in SURVIVAL_METRICS else reached * alive
+        scores.append(_score(c, value, s, met=met))
+        if not met:
+            failing.append((c.weight * (1.0 - s) + 1.0, _describe(t, c, value)))
             tags.extend(_tags_for(c, value))
         elif s < 1.0:
             shown = f"{_describe(t, c, value)}, but only for {t.length} of {t.horizon} steps"
@@ -176,22 +166,27 @@ def judge(t: Trajectory, criteria: list[Criterion], pass_threshold: float) -> Ju
         else 0.0
     )
     score = round(_clip(score), 4)
-    passed = bool(criteria) and score >= pass_threshold
+    del pass_threshold  # the verdict is every criterion met; the score is progress
+    passed = all_met(criteria, scores)
 
     sentences: list[str] = []
     if not criteria:
         sentences.append("No criteria to judge against.")
-    elif not failing and not unmeasurable:
+    elif passed:
         shown = "; ".join(
             _describe(t, c, s.value) for c, s in list(zip(criteria, scores, strict=True))[:2]
         )
         sentences.append(f"All criteria met: {shown}.")
     else:
+        # The verdict first, naming the unmet criteria (their shortfall carries a +1, so they
+        # sort before the met ones cut short by a fall); then what else fell short.
         failing.sort(key=lambda f: -f[0])
-        if failing:
-            sentences.append(_cap(failing[0][1]) + ".")
-        if len(failing) > 1:
-            sentences.append("Also short: " + "; ".join(d for _, d in failing[1:3]) + ".")
+        unmet_text = [d for w, d in failing if w >= 1.0]
+        if unmet_text:
+            sentences.append("Not passed: " + "; ".join(unmet_text[:2]) + ".")
+        rest = [d for w, d in failing if w < 1.0] + unmet_text[2:]
+        if rest:
+            sentences.append("Also short: " + "; ".join(rest[:2]) + ".")
         if unmeasurable:
             sentences.append("Not measurable: " + "; ".join(unmeasurable) + ".")
     if not passed:
@@ -212,7 +207,10 @@ def _cap(text: str) -> str:
     return text[0].upper() + text[1:] if text else text
 
 
-def _score(c: Criterion, value: float, score: float) -> CriterionScore:
+def _score(
+    c: Criterion, value: float, score: float, *, met: bool, measured: bool = True
+) -> CriterionScore:
+    m = METRICS.get(_metric(c))
     return CriterionScore(
         name=c.name,
         metric=_metric(c),
@@ -220,7 +218,11 @@ def _score(c: Criterion, value: float, score: float) -> CriterionScore:
         target=c.target,
         direction=c.direction,
         score=round(score, 4),
-        unit=c.unit,
+        measured=measured,
+        unit=c.unit or (m.unit if m is not None else ""),
+        met=met,
+        tolerance=c.tolerance,
+        label=m.label if m is not None else "",
     )
 
 

@@ -38,11 +38,8 @@ def _judge(req: ChildRequest, run: child.Run) -> dict[str, Any]:
         req.criteria,
         python_layers=req.python_layers,
     )
-    return {
-        "judgment": judged[0],
-        "extra_scores": [j["score"] for j in judged[1:]],
-        "extra_measured": [j["measured"] for j in judged[1:]],
-    }
+    # Checked answers only: the verdicts and scores are computed on the trusted side.
+    return {"judgment": judged[0], "extra": judged[1:]}
 
 
 MODES: dict[str, child.ModeSpec] = {

@@ -24,6 +24,7 @@ from workflows.contracts.judging import Judgment
 from workflows.contracts.keys import JUDGMENT, SCALARS, SUMMARY
 from workflows.contracts.session import IterationRecord
 from workflows.contracts.tools import ToolOutcome, ToolRequest
+from workflows.verdict import heading
 
 
 class ToolError(ValueError):
@@ -76,11 +77,7 @@ def read_judgment(store: ArtifactStore, record: IterationRecord, args: dict[str,
     if not store.exists(key):
         raise ToolError(f"iteration {record.iteration} has no judgment.json")
     j = Judgment.model_validate_json(store.get_text(key))  # as judge_rollout wrote it
-    lines = [
-        f"# Iteration {record.iteration}: score {j.score:.2f}, "
-        + ("passed" if j.passed else "not passed"),
-        j.diagnosis,
-    ]
+    lines = [heading(f"Iteration {record.iteration}", j.passed, j.score, j.criteria), j.diagnosis]
     lines += [c.line() for c in j.criteria]
     if j.failure_tags:
         lines.append("Failure tags: " + ", ".join(j.failure_tags))

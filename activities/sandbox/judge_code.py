@@ -4,9 +4,11 @@
 there and again on the trusted side (`client.judge_all`), which never takes the sandbox's word
 for the format.
 
-The contract (DESIGN.md): `judge_fn(trajectory) -> {"score": float in [0, 1], "criteria":
-{name: score}, "diagnosis": str, "failure_tags": [str]}`; the trajectory is a dict of read-only
-numpy arrays (the evaluation .npz). Errors are one line a person or the fixer can act on.
+The contract (DESIGN.md): `judge_fn(trajectory) -> {"criteria": {name: score in [0, 1]},
+"measured": {name: value}, "diagnosis": str, "failure_tags": [str]}` (an overall "score" may
+come too: it is checked against the criteria, never used as the verdict); the trajectory is a
+dict of read-only numpy arrays (the evaluation .npz). Judge code measures; the trusted side
+decides (workflows/verdict.py). Errors are one line a person or the fixer can act on.
 """
 
 from __future__ import annotations
@@ -95,10 +97,10 @@ def check_judgment(out: Any, criteria: list[str]) -> dict[str, Any]:
     """The judge's answer, normalised; JudgeLoadError saying what is wrong with it."""
     if not isinstance(out, dict):
         raise JudgeLoadError(
-            "judge_fn must return a dict with score, criteria, diagnosis, failure_tags; "
+            "judge_fn must return a dict with criteria, measured, diagnosis, failure_tags; "
             f"got {type(out).__name__}"
         )
-    missing = [k for k in ("score", "criteria", "diagnosis") if k not in out]
+    missing = [k for k in ("criteria", "measured", "diagnosis") if k not in out]
     if missing:
         raise JudgeLoadError(f"judge_fn's result lacks {missing}; it has {sorted(out)}")
     scores = out["criteria"]
@@ -114,16 +116,26 @@ def check_judgment(out: Any, criteria: list[str]) -> dict[str, Any]:
         raise JudgeLoadError(f"judge_fn's 'failure_tags' must be a list; got {type(tags).__name__}")
     if not criteria:
         _bounded_names(scores)
+    criterion_scores = {
+        str(k): _unit(v, f"criterion {k!r}")
+        for k, v in scores.items()
+        if not criteria or k in criteria
+    }
+    measured = _measured(out.get("measured"), criteria)
+    unmeasured = [name for name in criteria if name not in measured]
+    if unmeasured:
+        raise JudgeLoadError(
+            f"judge_fn's 'measured' lacks {unmeasured}: return each criterion's physical value "
+            "(the mean speed in m/s, a height in m) in 'measured'; the verdict is computed from it"
+        )
     return {
-        "score": _unit(out["score"], "judge_fn's 'score'"),
+        # The judge's own overall score, when it gives one: checked against its criteria at
+        # validation, never the verdict (None: it gave none).
+        "score": _unit(out["score"], "judge_fn's 'score'") if "score" in out else None,
         # The session's criteria only, when it has them: what the judge adds beyond them is
         # not recorded (it would grow the judgment without bound).
-        "criteria": {
-            str(k): _unit(v, f"criterion {k!r}")
-            for k, v in scores.items()
-            if not criteria or k in criteria
-        },
-        "measured": _measured(out.get("measured"), criteria),
+        "criteria": criterion_scores,
+        "measured": measured,
         "diagnosis": " ".join(str(out["diagnosis"]).split())[:800],
         "failure_tags": [str(t)[:40] for t in list(tags)[:10]],
     }

@@ -1,34 +1,53 @@
 """Stop at pass: the train activity judges each evaluation checkpoint as it is kept, and tells
-the training child to stop once one passes.
+the training child to stop once one passes (and nothing it maximises still improves).
 
 From `min_share` of the budget on (and before the end), the kept checkpoint's episodes (its
-10th-percentile, median and 90th-percentile returns) are scored by the session's judge, through
+10th-percentile, median and 90th-percentile returns) are judged by the session's judge, through
 the scorer the train pool's worker hands over (`use_scorer`: the judging stage's
-`score_checkpoint`; the stages never import each other). When every one of them reaches the
-pass threshold, the marker `STOP` appears in the training child's output folder; the engine reads it
-after its next update, ends training there, and the final evaluation confirms (or not) what the
-checkpoint showed. A judge that fails on a checkpoint only logs, and so does a worker with no
-scorer: the run then trains its whole budget.
+`score_checkpoint`; the stages never import each other). The checkpoint passes when every one
+of them passes (every criterion met, workflows/verdict.py). A criterion to maximise ("as fast
+as possible") keeps training going past its target while it still improves: the run stops at a
+passing checkpoint only once each such criterion's mean measured value gained less than
+PLATEAU_GAIN over the checkpoint judged before it (a first checkpoint has nothing to compare
+with, so it never stops a maximising run). Then the marker `STOP` appears in the training
+child's output folder; the engine reads it after its next update, ends training there, and the
+final evaluation confirms (or not) what the checkpoint showed. A judge that fails on a
+checkpoint only logs, and so does a worker with no scorer: the run then trains its whole budget.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 from activities.runner.protocol import ChildFailed
 from activities.training.eval_checkpoints import PICKS, STOP, checkpoint_folder, write_marker
+from workflows.contracts.judging import Judgment
 from workflows.contracts.training import StopAtPass
 
-# (rule, env_id, episode files, a folder to work in) -> each episode's score.
-Scorer = Callable[[StopAtPass, str, list[Path], Path], Awaitable[list[float]]]
+# (rule, env_id, episode files, a folder to work in) -> each episode's judgment.
+Scorer = Callable[[StopAtPass, str, list[Path], Path], Awaitable[list[Judgment]]]
 _SCORER: list[Scorer] = []
+
+# A maximised value that gained less than this share (of its previous value's magnitude, at
+# least PLATEAU_FLOOR in its unit) between two judged checkpoints has levelled off.
+PLATEAU_GAIN = 0.05
+PLATEAU_FLOOR = 0.02
 
 
 def use_scorer(scorer: Scorer) -> None:
     """The checkpoint scorer this process's train activities use (set by the train pool)."""
     _SCORER[:] = [scorer]
+
+
+def still_improving(before: float | None, now: float) -> bool:
+    """Whether a maximised value still improves: no earlier value, or a gain of at least
+    PLATEAU_GAIN of the earlier one's magnitude (PLATEAU_FLOOR at least)."""
+    if before is None:
+        return True
+    return now - before >= max(PLATEAU_GAIN * abs(before), PLATEAU_FLOOR)
 
 
 class Stopper:
@@ -38,9 +57,13 @@ class Stopper:
         self.rule, self.env_id, self.out, self.log = rule, env_id, out, log
         self.stopped_at: int | None = None
         self.scores: dict[int, float] = {}
+        self.maximised = [c.name for c in rule.criteria if c.maximise]
+        # The maximised criteria's mean measured value at the last judged checkpoint.
+        self.last: dict[str, float] = {}
 
     async def checkpoint_kept(self, pct: int) -> None:
-        """Judge the checkpoint kept at `pct`% and stop training when it passes."""
+        """Judge the checkpoint kept at `pct`% and stop training when it passes (and what it
+        maximises has levelled off)."""
         if self.stopped_at is not None or pct >= 100 or pct < 100 * self.rule.min_share:
             return
         if not _SCORER:
@@ -49,7 +72,7 @@ class Stopper:
         folder = checkpoint_folder(self.out, pct)
         episodes = [folder / f"{name}.npz" for name, _ in PICKS]
         try:
-            scores = await _SCORER[0](
+            judged = await _SCORER[0](
                 self.rule, self.env_id, episodes, self.out.parent / "judge" / folder.name
             )
         except (ChildFailed, ValueError, OSError) as exc:
@@ -57,11 +80,30 @@ class Stopper:
             return
         # Every kept episode must pass, the worst (p10) included: the final evaluation is one
         # more episode, and a checkpoint passing only on average would often not be confirmed.
-        score = min(scores)
+        score = min(j.score for j in judged)
+        passed = all(j.passed for j in judged)
         self.scores[pct] = round(score, 4)
-        if score >= self.rule.pass_threshold:
+        improving = self._improving(judged)
+        if passed and not improving:
             self.stopped_at = pct
             write_marker(self.out / STOP, {"pct": pct, "score": round(score, 4)})
             self.log.info("checkpoint passed: stopping training", pct=pct, score=round(score, 4))
+        elif passed:
+            self.log.info("checkpoint passed, still improving", pct=pct, improving=improving)
         else:
             self.log.info("checkpoint judged", pct=pct, score=round(score, 4))
+
+    def _improving(self, judged: list[Judgment]) -> list[str]:
+        """The maximised criteria that still improve at this checkpoint (and remember their
+        values for the next)."""
+        out = []
+        for name in self.maximised:
+            values = [c.value for j in judged for c in j.criteria if c.name == name and c.measured]
+            if not values:
+                out.append(name)  # not measured: nothing says it levelled off
+                continue
+            now = fmean(values)
+            if still_improving(self.last.get(name), now):
+                out.append(name)
+            self.last[name] = now
+        return out

@@ -32,6 +32,10 @@ class Criterion(Contract):
     tolerance: float = 0.0
     weight: float = 1.0
     unit: str = ""  # of the measured value and the target ("m/s", "m", "rad"; "" if none)
+    # "As fast / high / far as possible": the target is the least that passes, and training
+    # goes on past it while the measured value still improves (stop at pass waits for a
+    # plateau; see activities/training/stop_at_pass.py).
+    maximise: bool = False
 
 
 class JudgeCode(Contract):
@@ -69,16 +73,34 @@ class CriterionScore(Contract):
     # then the score, and `target` the criterion's own).
     measured: bool = True
     unit: str = ""
+    # Decided by the trusted side (workflows/verdict.py) from the measured value; None in
+    # judgments recorded before verdicts were computed.
+    met: bool | None = None
+    tolerance: float = 0.0  # of a "near" criterion
+    label: str = ""  # how people read it ("mean forward velocity"); "" shows the name
+    # The video judge's verdict on a visual criterion (metric "vlm"): met, partly or not_met,
+    # and why. A verdict, never a measurement.
+    verdict: str = ""
+    reason: str = ""
 
     def line(self) -> str:
-        """'- speed: measured 0.62 m/s against at least 1.5 m/s, score 0.41', for agents and
-        people: a score is never shown as if it were a measurement."""
+        """'- speed: measured 0.62 m/s against at least 1.5 m/s: not met (score 0.41)', for
+        agents and people: a score is never shown as if it were a measurement, and a video
+        verdict never as a measured value."""
+        if self.metric == "vlm":
+            said = (self.verdict or "not judged").replace("_", " ")
+            why = f": {self.reason}" if self.reason else ""
+            return f"- {self.name}: the video judge says {said}{why}"
         unit = f" {self.unit}" if self.unit else ""
         target = f"{DIRECTION_WORDS.get(self.direction, self.direction)} {self.target:g}{unit}"
+        if self.direction == "near" and self.tolerance:
+            target += f" ± {self.tolerance:g}{unit}"
         if not self.measured:
-            return f"- {self.name}: score {self.score:.2f}, no measured value (target {target})"
+            return f"- {self.name}: not measured (target {target}): not met"
         value = f"{self.value:g}{unit}"
-        return f"- {self.name}: measured {value} against {target}, score {self.score:.2f}"
+        met = self.met if self.met is not None else self.score >= 1.0
+        word = "met" if met else f"not met (score {self.score:.2f})"
+        return f"- {self.name}: measured {value} against {target}: {word}"
 
 
 class Judgment(Contract):

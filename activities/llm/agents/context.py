@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from workflows.contracts.judging import Criterion, Judgment
+from workflows.verdict import heading
 
 
 def env_text(env_id: str) -> str:
@@ -32,7 +33,7 @@ def criteria_text(criteria: list[Criterion]) -> str:
 
 def judgment_text(j: Judgment, title: str = "Judgment") -> str:
     """A judgment (score, diagnosis, each criterion measured) for an agent to reason about."""
-    lines = [f"# {title}: score {j.score:.2f}, {'passed' if j.passed else 'not passed'}"]
+    lines = [heading(title, j.passed, j.score, j.criteria)]
     lines.append(j.diagnosis)
     lines += [c.line() for c in j.criteria]
     if j.failure_tags:

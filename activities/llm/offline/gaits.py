@@ -59,6 +59,9 @@ def locomotion(b: Builder) -> None:
                 metric,
                 target,
                 weight=2.0,
+                # "As fast as possible": the target is the least that passes; training goes on
+                # while the speed still improves.
+                maximise=b.r.speed == "max",
             ),
             "velocity",
         )

@@ -32,9 +32,24 @@ class Intent:
     still: bool = False
     in_place: bool = False
     verb: str = ""  # the locomotion verb, to catch "swim" on a legged robot
+    utmost: bool = False  # "as high as possible": the height criterion is maximised
 
 
 # Skills no reward here can express; named so the refusal can say what they are.
+
+
+HEIGHT_WORDS = frozenset({"high", "far", "tall"})
+
+
+def utmost_height(tokens: tuple[str, ...] | list[str]) -> bool:
+    """Whether a step asks for the most height it can get: "as high as possible", "as high as
+    it can", "highest" (its criterion is then maximised, not only reached)."""
+    t = list(tokens)
+    if "highest" in t:
+        return True
+    return any(
+        t[i] == "as" and t[i + 1] in HEIGHT_WORDS and t[i + 2] == "as" for i in range(len(t) - 2)
+    )
 
 
 def verb_fits(verb: str, env_id: str) -> str | None:
@@ -79,6 +94,7 @@ def template_intent(parsed: Parsed) -> Intent | None:
         still="still" in step.qualifiers,
         in_place="in_place" in step.qualifiers,
         verb=step.verb,
+        utmost=utmost_height(step.tokens),
     )
 
 

@@ -194,9 +194,11 @@ def crit(
     direction: Literal["at_least", "at_most", "near"] = "at_least",
     tolerance: float = 0.0,
     weight: float = 1.0,
+    maximise: bool = False,
 ) -> Criterion:
     """A Criterion with its target and tolerance rounded, as the templates declare them."""
     return Criterion(
+        maximise=maximise,
         name=name,
         description=description,
         metric=metric,
@@ -242,10 +244,16 @@ def stated_speed_tolerance(target: float) -> float:
 
 
 def locomotion_criteria(
-    env_id: str, direction: float, target: float, exact: bool, stated: bool = False
+    env_id: str,
+    direction: float,
+    target: float,
+    exact: bool,
+    stated: bool = False,
+    maximise: bool = False,
 ) -> list[Criterion]:
     """The speed criterion for moving forward or backward (at least, or near an exact target:
-    a stated number closely, a word like "steady" loosely), with staying healthy and upright."""
+    a stated number closely, a word like "steady" loosely; `maximise` for "as fast as
+    possible"), with staying healthy and upright."""
     word = "forward" if direction > 0 else "backward"
     metric = "mean_x_velocity" if direction > 0 else "mean_backward_velocity"
     if exact:
@@ -262,10 +270,12 @@ def locomotion_criteria(
     else:
         speed = crit(
             f"{word}_speed",
-            f"mean {word} velocity at least {target:g} m/s",
+            f"mean {word} velocity at least {target:g} m/s"
+            + (", as fast as it gets" if maximise else ""),
             metric,
             target,
             weight=3.0,
+            maximise=maximise,
         )
     return [speed, *alive_criteria(env_id), *upright_criteria(env_id)]
 

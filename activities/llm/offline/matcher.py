@@ -158,7 +158,12 @@ def _locomotion(intent: Intent, env_id: str) -> Match:
         env_id,
         params,
         lib.locomotion_criteria(
-            env_id, intent.direction, target, exact, stated=intent.speed == "exact"
+            env_id,
+            intent.direction,
+            target,
+            exact,
+            stated=intent.speed == "exact",
+            maximise=intent.speed == "max",
         ),
         tuple(notes),
     )
@@ -294,6 +299,7 @@ def _jump(intent: Intent, env_id: str) -> Match:
             "max_height",
             target,
             weight=2.0,
+            maximise=intent.utmost,
         ),
         *lib.alive_criteria(env_id),
     ]

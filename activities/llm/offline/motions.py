@@ -8,6 +8,7 @@ import math
 import activities.llm.offline.library as lib
 from activities.behaviours.layout import FREE, SWIMMER
 from activities.llm.offline.compose import QUALIFIER, TASK, Builder, duration_s
+from activities.llm.offline.intents import utmost_height
 from activities.llm.offline.judge import Measure
 from activities.llm.offline.poses import apply_poses
 from activities.llm.offline.postures import still
@@ -152,6 +153,7 @@ def jump(b: Builder) -> None:
             "max_height",
             target,
             weight=2.0,
+            maximise=utmost_height(b.r.tokens),
         ),
         "height",
     )

@@ -28,6 +28,7 @@ def judge_fn(trajectory):
     return {
         "score": (speed + alive) / 2,
         "criteria": {"speed": speed, "stays_up": alive},
+        "measured": {"speed": vx, "stays_up": alive},
         "diagnosis": f"mean forward velocity {vx:.2f} m/s against 2.00",
         "failure_tags": [] if speed >= 1 else ["too_slow"],
     }
@@ -45,19 +46,38 @@ CRITERIA = ["speed", "stays_up"]
     ("out", "message"),
     [
         (0.5, "must return a dict"),
-        ({"score": 0.5, "criteria": {}}, "lacks ['diagnosis']"),
-        ({"score": 1.5, "criteria": {}, "diagnosis": ""}, "must be in [0, 1]"),
-        ({"score": 0.5, "criteria": {"speed": 1.0}, "diagnosis": "x"}, "lacks ['stays_up']"),
-        ({"score": float("nan"), "criteria": {}, "diagnosis": ""}, "must be in [0, 1]"),
+        ({"score": 0.5, "criteria": {}, "measured": {}}, "lacks ['diagnosis']"),
+        ({"criteria": {}, "diagnosis": ""}, "lacks ['measured']"),
+        ({"score": 1.5, "criteria": {}, "measured": {}, "diagnosis": ""}, "must be in [0, 1]"),
         (
-            {"score": 0.5, "criteria": {"speed": "fast", "stays_up": 1}, "diagnosis": ""},
+            {"criteria": {"speed": 1.0}, "measured": {"speed": 2.0}, "diagnosis": "x"},
+            "'criteria' lacks ['stays_up']",
+        ),
+        (
+            {
+                "criteria": {"speed": 1.0, "stays_up": 1.0},
+                "measured": {"speed": 2.0},
+                "diagnosis": "x",
+            },
+            "'measured' lacks ['stays_up']",
+        ),
+        (
+            {"score": float("nan"), "criteria": {}, "measured": {}, "diagnosis": ""},
+            "must be in [0, 1]",
+        ),
+        (
+            {
+                "criteria": {"speed": "fast", "stays_up": 1},
+                "measured": {"speed": 2.0, "stays_up": 1.0},
+                "diagnosis": "",
+            },
             "criterion 'speed' must be a number",
         ),
     ],
 )
 def test_judgments_outside_the_contract_are_named(out, message):
     with pytest.raises(JudgeLoadError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        check_judgment(out, CRITERIA if "stays_up" in message else [])
+        check_judgment(out, CRITERIA if "stays_up" in message or "'speed'" in message else [])
 
 
 async def test_validate_judge_runs_it_on_a_random_episode_in_the_child(tmp_path: Path):
@@ -98,7 +118,10 @@ async def test_judge_rollout_runs_judge_code_from_s3(s3):
     judge_key = store.put_text("sessions/jc/judge_fn.py", GOOD_JUDGE)
     traj_key = "sessions/jc/iter_1/c0_default_seed_0/trajectories/eval.npz"
     store.put_bytes(traj_key, _trajectory(vx=1.0))
-    criteria = [Criterion(name=n, description=n, measure="see judge", target=1.0) for n in CRITERIA]
+    criteria = [
+        Criterion(name="speed", description="speed", measure="see judge", target=2.0),
+        Criterion(name="stays_up", description="up", measure="see judge", target=1.0),
+    ]
     req = JudgeRequest(
         env_id="HalfCheetah-v5",
         trajectory_key=traj_key,
@@ -107,21 +130,21 @@ async def test_judge_rollout_runs_judge_code_from_s3(s3):
         judge_key=judge_key,
     )
     judgment = await ActivityEnvironment().run(judge_rollout, req)
+    # The trusted side computes the score and the verdict from the measured values.
     assert judgment.score == pytest.approx(0.75) and not judgment.passed
     assert {c.name: c.score for c in judgment.criteria} == {"speed": 0.5, "stays_up": 1.0}
+    assert {c.name: c.met for c in judgment.criteria} == {"speed": False, "stays_up": True}
     assert judgment.failure_tags == ["too_slow"]
-    assert "1.00 m/s" in judgment.diagnosis
+    assert judgment.diagnosis.startswith("Not passed: speed 1.00, target at least 2.00.")
     assert store.exists("sessions/jc/iter_1/c0_default_seed_0/judgment.json")
 
 
 # Speed weighs three times staying up: an episode of random actions scores about 0.25.
 MEASURING_JUDGE = GOOD_JUDGE.replace(
     '"score": (speed + alive) / 2', '"score": (3 * speed + alive) / 4'
-).replace(
-    '"criteria": {"speed": speed, "stays_up": alive},',
-    '"criteria": {"speed": speed, "stays_up": alive},\n'
-    '        "measured": {"speed": vx, "stays_up": alive},',
 )
+# Scores its criteria but reports no physical value: it cannot be judged.
+SCORING_JUDGE = GOOD_JUDGE.replace('        "measured": {"speed": vx, "stays_up": alive},\n', "")
 
 
 async def test_the_judgment_shows_the_measured_value_against_the_real_target(s3):
@@ -132,30 +155,33 @@ async def test_the_judgment_shows_the_measured_value_against_the_real_target(s3)
         Criterion(name="speed", description="fast", target=1.5, unit="m/s"),
         Criterion(name="stays_up", description="up", target=1.0),
     ]
-    lines = {}
-    for name, source in (("measuring", MEASURING_JUDGE), ("scoring", GOOD_JUDGE)):
-        req = JudgeRequest(
-            env_id="HalfCheetah-v5",
-            trajectory_key=traj_key,
-            criteria=criteria,
-            pass_threshold=0.8,
-            judge_key=store.put_text(f"sessions/jm/{name}/judge_fn.py", source),
-        )
-        judgment = await ActivityEnvironment().run(judge_rollout, req)
-        lines[name] = [c.line() for c in judgment.criteria]
+    req = JudgeRequest(
+        env_id="HalfCheetah-v5",
+        trajectory_key=traj_key,
+        criteria=criteria,
+        pass_threshold=0.8,
+        judge_key=store.put_text("sessions/jm/measuring/judge_fn.py", MEASURING_JUDGE),
+    )
+    judgment = await ActivityEnvironment().run(judge_rollout, req)
     # The reviser, `status` and the dashboard read the speed in m/s against 1.5 m/s, not its
     # 0-1 score against "target 1".
-    assert (
-        lines["measuring"][0] == "- speed: measured 0.62 m/s against at least 1.5 m/s, score 0.31"
+    assert [c.line() for c in judgment.criteria] == [
+        "- speed: measured 0.62 m/s against at least 1.5 m/s: not met (score 0.41)",
+        "- stays_up: measured 1 against at least 1: met",
+    ]
+    # A judge that reports no measured value fails closed: the code goes back to be fixed.
+    unmeasured = req.model_copy(
+        update={"judge_key": store.put_text("sessions/jm/scoring/judge_fn.py", SCORING_JUDGE)}
     )
-    assert lines["scoring"][0] == "- speed: score 0.31, no measured value (target at least 1.5 m/s)"
+    with pytest.raises(Exception, match=r"'measured'"):
+        await ActivityEnvironment().run(judge_rollout, unmeasured)
 
 
 @pytest.mark.parametrize(
     ("source", "problem"),
     [
         (MEASURING_JUDGE, None),
-        (GOOD_JUDGE, "no 'measured' value for ['speed', 'stays_up']"),
+        (SCORING_JUDGE, "'measured' lacks ['speed', 'stays_up']"),
         # Passes any episode that does not end early: a random one too.
         (
             MEASURING_JUDGE.replace('"score": (3 * speed + alive) / 4', '"score": alive'),

@@ -207,10 +207,12 @@ def test_read_judgment_lists_criteria_and_checkpoint_scores(session: Session):
     outcome, text = session.run("read_judgment", iteration=1)
     assert not outcome.is_error
     lines = text.splitlines()
-    assert lines[0] == "# Iteration 1: score 0.35, not passed"
+    assert lines[0] == (
+        "# Iteration 1: not passed: forward speed 1.20, target at least 3.00 (score 0.35)"
+    )
     assert "mean forward velocity 1.20 m/s against a target of 3.00" in lines
-    assert "- forward_speed: measured 1.2 against at least 3, score 0.40" in lines
-    assert "- calm_actions: measured 0.3 against at most 0.5, score 1.00" in lines
+    assert "- forward_speed: measured 1.2 against at least 3: not met (score 0.40)" in lines
+    assert "- calm_actions: measured 0.3 against at most 0.5: met" in lines
     assert "Failure tags: too_slow" in lines
     assert "Score at % of training: 25%: 0.12, 50%: 0.21, 100%: 0.35" in lines
 

@@ -1,0 +1,145 @@
+"""Judge code's answers turned into verdicts on the trusted side.
+
+Judge code a model wrote reports a measured value per criterion; this module never takes its
+word for the verdict or the score. Each criterion is met or not by its measured value against
+its own target (workflows/verdict.py), and the score is the criteria's progress, computed here.
+Where a criterion names a metric the behaviour library computes (a speed, a height,
+uprightness, a turn, a duration, a distance), the library measures the same trajectory: a judge
+value that disagrees beyond the tolerance is replaced by the library's and said so (validation
+sends such a judge back with both numbers, `problems`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from activities.judging.metrics import METRICS, MetricUnavailable, Trajectory, compute
+from workflows.contracts.judging import Criterion, CriterionScore, Judgment
+from workflows.verdict import agree, all_met, meets, progress, score_of, verdict_text
+
+# A judge's own overall score further than this from the mean of its criteria's scores says
+# one thing in its criteria and another in its score.
+SCORE_DISAGREEMENT = 0.1
+
+
+def library_values(
+    src: bytes | str | Path | Trajectory, env_id: str, criteria: list[Criterion]
+) -> dict[str, float]:
+    """The behaviour library's value of every criterion that names a metric it computes on
+    this env (the others are left out)."""
+    wanted = [c for c in criteria if c.metric in METRICS and METRICS[c.metric].supports(env_id)]
+    if not wanted:
+        return {}
+    t = src if isinstance(src, Trajectory) else Trajectory.load(src, env_id)
+    out: dict[str, float] = {}
+    for c in wanted:
+        assert c.metric is not None
+        try:
+            out[c.name] = compute(t, c.metric)
+        except MetricUnavailable:
+            continue
+    return out
+
+
+def disagreements(
+    measured: dict[str, float], library: dict[str, float], criteria: list[Criterion]
+) -> list[str]:
+    """'speed: the judge measured 2.5 m/s, the behaviour library 0.12 m/s' for each criterion
+    whose judge value disagrees with the library's beyond its tolerance."""
+    out = []
+    for c in criteria:
+        if c.name not in measured or c.name not in library:
+            continue
+        if not agree(measured[c.name], library[c.name], c):
+            unit = f" {c.unit}" if c.unit else ""
+            out.append(
+                f"{c.name}: the judge measured {measured[c.name]:.4g}{unit}, the behaviour "
+                f"library ({c.metric}) {library[c.name]:.4g}{unit}"
+            )
+    return out
+
+
+def judgment_from_code(
+    out: dict[str, Any], criteria: list[Criterion], library: dict[str, float] | None = None
+) -> Judgment:
+    """The Judgment for a checked answer of judge code: each criterion met or not by its
+    measured value (the library's where the two disagree), the score from their progress, the
+    verdict only when every criterion is met."""
+    library = library or {}
+    measured: dict[str, float] = dict(out.get("measured") or {})
+    differ = disagreements(measured, library, criteria)
+    scores: list[CriterionScore] = []
+    for c in criteria:
+        value = measured.get(c.name)
+        if c.name in library and (value is None or not agree(value, library[c.name], c)):
+            value = library[c.name]
+        known = value is not None
+        scores.append(
+            CriterionScore(
+                name=c.name,
+                metric=c.metric or "judge_fn",
+                value=round(float(value), 6) if value is not None else 0.0,
+                target=c.target,
+                direction=c.direction,
+                score=round(progress(value, c), 4),
+                measured=known,
+                unit=c.unit,
+                met=meets(value, c),
+                tolerance=c.tolerance,
+                label=METRICS[c.metric].label if c.metric in METRICS else "",
+            )
+        )
+    passed = all_met(criteria, scores)
+    tags = list(out.get("failure_tags") or [])
+    sentences = [verdict_text(passed, scores).capitalize() + "."]
+    if differ:
+        tags.append("judge_disagrees_with_library")
+        sentences.append("The library's value was used: " + "; ".join(differ) + ".")
+    said = str(out.get("diagnosis") or "").strip()
+    if said:
+        sentences.append(f"The judge: {said}")
+    return Judgment(
+        score=score_of(criteria, scores),
+        passed=passed,
+        diagnosis=" ".join(sentences)[:1500],
+        criteria=scores,
+        failure_tags=list(dict.fromkeys(str(t) for t in tags)),
+    )
+
+
+def problems(
+    out: dict[str, Any], criteria: list[Criterion], library: dict[str, float] | None = None
+) -> list[str]:
+    """Why a judge's answer on one episode cannot be trusted as a measurement: a value that
+    disagrees with the behaviour library's, a criterion scored as met while its measured value
+    misses the target (or the reverse), an overall score unlike its criteria's. Empty: none."""
+    found = disagreements(out.get("measured") or {}, library or {}, criteria)
+    scores: dict[str, float] = out.get("criteria") or {}
+    measured: dict[str, float] = out.get("measured") or {}
+    for c in criteria:
+        if c.name not in scores or c.name not in measured:
+            continue
+        met, said = meets(measured[c.name], c), scores[c.name]
+        unit = f" {c.unit}" if c.unit else ""
+        target = f"{c.direction.replace('_', ' ')} {c.target:g}{unit}"
+        if said >= 0.99 and not met:
+            found.append(
+                f"{c.name}: scored {said:.2f} (met) but its measured {measured[c.name]:.4g}{unit} "
+                f"misses the target {target}"
+            )
+        elif said < 0.5 and met:
+            found.append(
+                f"{c.name}: scored {said:.2f} but its measured {measured[c.name]:.4g}{unit} "
+                f"meets the target {target}"
+            )
+    own = out.get("score")
+    named = [scores[c.name] for c in criteria if c.name in scores]
+    if own is not None and named:
+        mean = sum(named) / len(named)
+        if abs(float(own) - mean) > SCORE_DISAGREEMENT:
+            found.append(
+                f"its overall score {float(own):.2f} disagrees with its criteria's scores "
+                f"(mean {mean:.2f}); score each criterion and let the overall score follow them"
+            )
+    return found
