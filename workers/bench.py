@@ -164,8 +164,8 @@ def print_table(result: BenchmarkStatus, console: Console) -> None:
             table.add_row(group, literal(name or "-"), *_cells(s))
     console.print(table)
     cases = Table(title="cases")
-    for column in ("#", "env", "instruction", "status", "best", "iterations", "wall"):
-        cases.add_column(column)
+    for column in ("#", "env", "instruction", "status", "best", "iterations", "wall", "verdict"):
+        cases.add_column(column, overflow="fold")
     for c in result.cases:
         cases.add_row(
             str(c.index),
@@ -175,6 +175,7 @@ def print_table(result: BenchmarkStatus, console: Console) -> None:
             "-" if c.best_score is None else f"{c.best_score:.2f}",
             str(c.iterations),
             "-" if c.wall_seconds is None else f"{c.wall_seconds:.0f} s",
+            literal(c.verdict or "-"),
         )
     console.print(cases)
     for c in result.cases:

@@ -174,7 +174,6 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timesteps", type=int, default=None, help="training budget per iteration")
     p.add_argument("--max-iterations", type=int, default=None)
     p.add_argument("--seeds", type=int, default=None, help="training runs per iteration")
-    p.add_argument("--pass-threshold", type=float, default=None)
     p.add_argument(
         "--min-training-share",
         type=float,
@@ -233,7 +232,6 @@ def _session_options(p: argparse.ArgumentParser) -> None:
 SESSION_FIELDS = (
     "max_iterations",
     "seeds",
-    "pass_threshold",
     "min_training_share",
     "eval_max_steps",
     "candidates",

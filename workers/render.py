@@ -22,6 +22,7 @@ from rich.text import Text
 from workflows.contracts.session import IterationRecord, SessionResult, SessionStatus
 from workflows.contracts.shown import shown
 from workflows.contracts.usage import LLMUsage
+from workflows.verdict import record_verdict
 
 if TYPE_CHECKING:  # the Temporal client is slow to import: `policyforge --help` needs none
     from temporalio.client import WorkflowExecutionStatus
@@ -117,8 +118,14 @@ def print_status(
             say(console, f"  feedback waiting for the next revision: {status.feedback_pending}")
         for error in status.signal_errors[-3:]:
             say(console, f"  {shown(error)}")
+        if status.verdict:
+            say(console, f"  verdict: {shown(status.verdict)}")
         for rec in status.iterations:
-            say(console, f"  iter {rec.iteration}: score {rec.score:.2f}  {shown(rec.diagnosis)}")
+            say(
+                console,
+                f"  iter {rec.iteration}: {shown(record_verdict(rec))} (score {rec.score:.2f})  "
+                f"{shown(rec.diagnosis)}",
+            )
             for c in rec.criteria:
                 say(console, f"    {shown(c.line()[2:])}")
             for line in run_lines(rec):
@@ -252,10 +259,13 @@ def report(
         _links(console, ui_link, dashboard_link)
         return
     best = result.best.best_run
+    # Why it did not pass, by the numbers: the unmet criteria of the best iteration.
+    why = record_verdict(result.best).removeprefix("not passed")
     say(
         console,
         Text.assemble(
             Text.from_markup(verdict),
+            literal(why if not result.passed else ""),
             f"  best iteration {result.best_iteration}, score {result.best_score:.2f}  {author}",
         ),
     )

@@ -69,7 +69,7 @@ def cmd_sessions(args: argparse.Namespace) -> None:
         say(console, "no sessions" + (" match" if args.env_id or args.stage else " yet"))
         return
     table = Table(show_lines=False, box=None, pad_edge=False)
-    for col in ("session", "stage", "iter", "best", "env", "prompt"):
+    for col in ("session", "stage", "iter", "verdict", "env", "prompt"):
         table.add_column(col, overflow="fold")
     for row in rows:
         best = row["best_score"]
@@ -77,7 +77,8 @@ def cmd_sessions(args: argparse.Namespace) -> None:
             literal(row["session_id"]),
             literal(_stage(row)),
             "-" if row["iteration"] is None else str(row["iteration"]),
-            "-" if best is None else f"{best:.2f}" + (" passed" if row["passed"] else ""),
+            # The verdict first: a best score alone reads like a pass when it is high.
+            "-" if best is None else ("passed" if row["passed"] else "not passed") + f" {best:.2f}",
             literal(row["env_id"] or "-"),
             literal(row["prompt"] or "", 60),
         )

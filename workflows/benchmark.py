@@ -58,6 +58,8 @@ def ended(result: CaseResult, session: SessionResult, wall: float) -> CaseResult
             "cost_usd": usage.cost_usd,
             "model_label": session.model_label,
             "unmeasured": list(session.unmeasured),
+            "verdict": session.verdict,
+            "criteria": list(session.best.criteria) if session.best else [],
             "error": session.note if session.status == "budget_exhausted" else None,
         }
     )

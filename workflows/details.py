@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from workflows.contracts.session import SessionStatus
 from workflows.contracts.shown import shown_markdown
+from workflows.verdict import record_verdict
 
 
 def details_markdown(status: SessionStatus, dashboard: str | None = None) -> str:
@@ -15,6 +16,8 @@ def details_markdown(status: SessionStatus, dashboard: str | None = None) -> str
         f"stage **{status.stage}**, iteration {status.iteration}/{status.max_iterations}"
         + (f", best score {status.best_score:.2f}" if status.best_score is not None else ""),
     ]
+    if status.verdict:
+        lines.append(f"verdict: **{shown_markdown(status.verdict, 300)}**")
     if dashboard:
         lines.append(f"[Open in the policyforge dashboard]({dashboard}): videos, curves, code")
     if status.train_queue:
@@ -38,7 +41,7 @@ def details_markdown(status: SessionStatus, dashboard: str | None = None) -> str
     if status.iterations:
         lines += [
             "",
-            "| iter | score | pass | revised from | diagnosis |",
+            "| iter | score | verdict | revised from | diagnosis |",
             "| --- | --- | --- | --- | --- |",
         ]
         for rec in status.iterations:
@@ -46,7 +49,7 @@ def details_markdown(status: SessionStatus, dashboard: str | None = None) -> str
             diagnosis = shown_markdown(rec.diagnosis, 200)
             base = "-" if rec.based_on is None else str(rec.based_on)
             lines.append(
-                f"| {rec.iteration} | {rec.score:.2f} | {'yes' if rec.passed else 'no'} "
+                f"| {rec.iteration} | {rec.score:.2f} | {shown_markdown(record_verdict(rec), 160)} "
                 f"| {base} | {diagnosis} |"
             )
     if status.signal_errors:

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.contracts.training import CONFIG_NAMES
     from workflows.details import details_markdown
     from workflows.steering import Steering
+    from workflows.verdict import record_verdict
 
 
 class SessionState:
@@ -172,5 +173,6 @@ class SessionState:
             iterations=list(carry.records),
             best_score=best.score,
             best_iteration=best.iteration,
+            verdict=record_verdict(best),
             runs=carry.runs,
         )

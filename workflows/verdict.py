@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from workflows.contracts.judging import DIRECTION_WORDS, Criterion, CriterionScore
 
@@ -123,9 +124,7 @@ def verdict_text(passed: bool, scores: Sequence[CriterionScore], limit: int = 3)
     if passed:
         return "passed"
     missing = unmet(scores)
-    if not scores:
-        return "not passed: nothing was measured"
-    if not missing:
+    if not missing:  # no criteria recorded (an older record), or a witness said no
         return "not passed"
     shown = "; ".join(shortfall(s) for s in missing[:limit])
     more = f" (and {len(missing) - limit} more)" if len(missing) > limit else ""
@@ -136,3 +135,13 @@ def heading(title: str, passed: bool, score: float, scores: Sequence[CriterionSc
     """'# Iteration 1: not passed: forward speed 1.20 m/s, target at least 3.00 m/s (score
     0.35)': a judgment's first line for agents, the verdict before the progress."""
     return f"# {title}: {verdict_text(passed, scores)} (score {score:.2f})"
+
+
+class _Verdicted(Protocol):
+    passed: bool
+    criteria: list[CriterionScore]
+
+
+def record_verdict(rec: _Verdicted) -> str:
+    """An iteration's (or a judgment's) verdict in words, from its criteria as judged."""
+    return verdict_text(rec.passed, rec.criteria)

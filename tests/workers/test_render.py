@@ -7,7 +7,7 @@ import re
 from rich.console import Console
 
 from tests.builders import run_record
-from workers.render import report
+from workers.render import print_status, report
 from workflows.contracts.session import IterationRecord, SessionResult, SessionStatus
 from workflows.contracts.shown import shown_markdown
 from workflows.details import details_markdown
@@ -74,11 +74,11 @@ def test_details_show_which_iteration_each_reward_was_revised_from():
         iterations=RECORDS,
     )
     rows = [line for line in details_markdown(status).splitlines() if line.startswith("| ")]
-    assert rows[0] == "| iter | score | pass | revised from | diagnosis |"
+    assert rows[0] == "| iter | score | verdict | revised from | diagnosis |"
     assert rows[2:] == [
-        "| 1 | 0.60 | no | - | scored 0.6 |",
-        "| 2 | 0.30 | no | 1 | scored 0.3 |",
-        "| 3 | 0.50 | no | 1 | scored 0.5 |",
+        "| 1 | 0.60 | not passed | - | scored 0.6 |",
+        "| 2 | 0.30 | not passed | 1 | scored 0.3 |",
+        "| 3 | 0.50 | not passed | 1 | scored 0.5 |",
     ]
 
 
@@ -153,3 +153,68 @@ def test_a_pass_that_left_words_unmeasured_says_it_was_partly_expressed():
     text = console.export_text()
     assert "PASSED (partly expressed)  best iteration 1" in text
     assert "not measured: gracefully, with a relaxed stride" in text
+
+
+def test_a_near_miss_reads_not_passed_with_the_number_and_its_target():
+    """A high score is progress, not a pass: the report, the status and the Web UI details say
+    which criterion fell short, by how much."""
+    from workflows.contracts.judging import CriterionScore
+
+    speed = CriterionScore(
+        name="forward_speed",
+        metric="mean_x_velocity",
+        value=1.74,
+        target=2.0,
+        direction="at_least",
+        score=0.87,
+        unit="m/s",
+        met=False,
+        label="mean forward velocity",
+    )
+    upright = speed.model_copy(
+        update={"name": "stays_upright", "value": 0.9, "target": 0.7, "met": True, "score": 1.0}
+    )
+    near = _record(1, 0.9, criteria=[speed, upright])
+    result = SessionResult(
+        session_id="s1",
+        status="not_passed",
+        passed=False,
+        model_label="offline (no LLM)",
+        best_iteration=1,
+        best_score=0.9,
+        best=near,
+        iterations=[near],
+        verdict="not passed: mean forward velocity 1.74 m/s, target at least 2.00 m/s",
+    )
+    console = Console(record=True, width=200)
+    report(result, console, "bucket", "http://localhost:8233")
+    text = console.export_text()
+    assert (
+        "NOT PASSED: mean forward velocity 1.74 m/s, target at least 2.00 m/s  best iteration 1"
+        in text
+    )
+    status = SessionStatus(
+        session_id="s1",
+        prompt="run forward as fast as possible",
+        env_id="HalfCheetah-v5",
+        model_label="offline (no LLM)",
+        stage="done",
+        iteration=1,
+        max_iterations=3,
+        timesteps_done=0,
+        timesteps_target=1000,
+        best_score=0.9,
+        best_iteration=1,
+        iterations=[near],
+        verdict=result.verdict,
+    )
+    details = details_markdown(status)
+    verdict = "not passed: mean forward velocity 1.74 m/s, target at least 2.00 m/s"
+    assert f"verdict: **{verdict}**" in details.replace("\\", "")
+    console = Console(record=True, width=200)
+    print_status(console, "s1", None, status, "http://localhost:8233")
+    shown_status = console.export_text()
+    assert "iter 1: not passed: mean forward velocity 1.74 m/s, target at least 2.00 m/s" in (
+        shown_status
+    )
+    assert "forward_speed: measured 1.74 m/s against at least 2 m/s: not met" in shown_status

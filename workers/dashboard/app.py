@@ -41,7 +41,9 @@ from workers.dashboard.guard import Guard
 from workers.dashboard.sessions import FilterError, PromptCache, SessionReader, list_sessions
 from workers.dashboard.text import finalize, visible
 from workers.settings import Settings
+from workflows.contracts.judging import CriterionScore
 from workflows.contracts.session import ENV_IDS, Stage
+from workflows.verdict import is_met, record_verdict
 
 HERE = Path(__file__).parent
 STAGES = list(Stage.__args__)  # type: ignore[attr-defined]
@@ -74,6 +76,11 @@ def _version(parts: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def criterion_met(c: CriterionScore | dict[str, Any]) -> bool:
+    """Whether a judged criterion is met (a judgment.json's criterion is read as one)."""
+    return is_met(c if isinstance(c, CriterionScore) else CriterionScore.model_validate(c))
+
+
 def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: Gate) -> FastAPI:
     """The dashboard for one Temporal client and one bucket."""
     app = FastAPI(
@@ -100,6 +107,8 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
         env_ids=ENV_IDS,
         signed_in_with_token=gate.needs_sign_in,
         artifact_url=artifact_url,
+        verdict=record_verdict,
+        is_met=criterion_met,
     )
     reader = SessionReader(client)
     prompts = PromptCache()

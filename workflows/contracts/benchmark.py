@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from workflows.contracts.context import Contract, UserInput, field_errors
+from workflows.contracts.judging import CriterionScore
 from workflows.contracts.queues import DEFAULT_QUEUE_PREFIX
 from workflows.contracts.session import ENV_IDS, input_errors
 
@@ -72,6 +73,10 @@ class CaseResult(Contract):
     error: str | None = None
     # Words of the intent no criterion measured: a pass is only partly expressed.
     unmeasured: list[str] = Field(default_factory=list)
+    # The best iteration's verdict in words and each criterion as judged (measured value
+    # against its target), so a table shows why a case did not pass.
+    verdict: str = ""
+    criteria: list[CriterionScore] = Field(default_factory=list)
 
     @property
     def finished(self) -> bool:
