@@ -84,14 +84,19 @@ class Stopper:
         passed = all(j.passed for j in judged)
         self.scores[pct] = round(score, 4)
         improving = self._improving(judged)
+        values = {name: round(v, 4) for name, v in self.last.items()}
         if passed and not improving:
             self.stopped_at = pct
             write_marker(self.out / STOP, {"pct": pct, "score": round(score, 4)})
-            self.log.info("checkpoint passed: stopping training", pct=pct, score=round(score, 4))
+            self.log.info(
+                "checkpoint passed: stopping training", pct=pct, score=round(score, 4), **values
+            )
         elif passed:
-            self.log.info("checkpoint passed, still improving", pct=pct, improving=improving)
+            self.log.info(
+                "checkpoint passed, still improving", pct=pct, improving=improving, **values
+            )
         else:
-            self.log.info("checkpoint judged", pct=pct, score=round(score, 4))
+            self.log.info("checkpoint judged", pct=pct, score=round(score, 4), **values)
 
     def _improving(self, judged: list[Judgment]) -> list[str]:
         """The maximised criteria that still improve at this checkpoint (and remember their
