@@ -25,6 +25,7 @@ from activities.logs import activity_logger
 from workflows.contracts.activities import RECORD_LESSON, implements
 from workflows.contracts.keys import LESSONS, lesson_key
 from workflows.contracts.lessons import LessonRequest
+from workflows.verdict import record_verdict
 
 BLOCK = "policyforge-lesson"  # the fenced block that holds the entries as JSON
 NOTES = "## Notes"
@@ -125,7 +126,7 @@ def render(lesson: Lesson) -> str:
     if best is not None:
         lines += ["## What worked", "", *_entry_lines(best), ""]
     failed = [e for e in lesson.entries if not e.passed]
-    tries = [line for e in lesson.entries for line in e.history if "passed" not in line]
+    tries = [line for e in lesson.entries for line in e.history if not _passed_line(line)]
     if failed or tries:
         lines += ["## What failed", ""]
         lines += [f"- {line}" for line in tries[-8:]]
@@ -134,6 +135,11 @@ def render(lesson: Lesson) -> str:
     body = json.dumps([e.model_dump() for e in lesson.entries], indent=1)
     lines += [f"```{BLOCK}", body, "```", ""]
     return "\n".join(lines)
+
+
+def _passed_line(line: str) -> bool:
+    """Whether a history line is a passing iteration's (older pages said "(passed)")."""
+    return ": passed (" in line or "(passed)" in line
 
 
 def _entry_lines(e: Entry) -> list[str]:
@@ -204,8 +210,9 @@ def entry_of(req: LessonRequest) -> Entry:
     best = req.best
     record = max(req.iterations, key=lambda r: (r.passed, r.score)) if req.iterations else None
     history = [
-        f"iteration {r.iteration}: score {r.score:.2f}"
-        + (" (passed)" if r.passed else "")
+        # The verdict by the numbers ("not passed: forward speed 1.74 m/s, target at least
+        # 2.00 m/s"), then the score as progress.
+        f"iteration {r.iteration}: {record_verdict(r)} (score {r.score:.2f})"
         + (f", {', '.join(r.failure_tags[:4])}" if r.failure_tags else "")
         + f", {r.timesteps:,} steps"
         + (f"; changed: {r.changes[:160]}" if r.changes else "")

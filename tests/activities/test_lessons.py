@@ -163,3 +163,21 @@ def test_a_language_model_author_reads_the_lesson(store, monkeypatch):
     assert "# Lessons from earlier sessions on this intent" in sent
     assert "Session `s-1` (offline) passed at iteration 2" in sent
     assert "upright_weight 0.45" in sent and "falls_early" in sent
+
+
+def test_a_lesson_says_why_an_iteration_did_not_pass_by_the_numbers():
+    from workflows.contracts.judging import CriterionScore
+
+    req = _request("s-9", False, {}, 50_000)
+    short = CriterionScore(
+        name="hold", metric="late_mean_height", value=1.02, target=1.15, direction="at_least",
+        score=0.88, unit="m", met=False, label="late mean torso height",
+    )  # fmt: skip
+    first = req.iterations[0].model_copy(update={"criteria": [short]})
+    entry = lessons.entry_of(req.model_copy(update={"iterations": [first]}))
+    assert entry.history[0].startswith(
+        "iteration 1: not passed: late mean torso height 1.02 m, target at least 1.15 m "
+        "(score 0.40)"
+    )
+    page = lessons.render(lessons.Lesson(ENV, "hop-place", entries=[entry]))
+    assert "## What failed" in page and "target at least 1.15 m" in page
