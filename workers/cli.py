@@ -78,16 +78,26 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--timesteps", type=int, default=100_000)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--out", type=Path, default=None, help="output folder (default runs/...)")
-    for kind in ("reward", "judge"):
-        check = sub.add_parser(
-            f"check-{kind}",
-            help=f"static check and a short real rollout of a {kind} file, in the sandbox",
-        )
-        check.add_argument("file", type=Path)
-        check.add_argument("--env", required=True, dest="env_id")
-        check.add_argument("--steps", type=int, default=200, help="random-action steps")
-        if kind == "judge":
-            check.add_argument("--reward", type=Path, default=None, help="reward for the episode")
+    check = sub.add_parser(
+        "check-reward",
+        help="static check and a short real rollout of a reward file, in the sandbox",
+    )
+    check.add_argument("file", type=Path)
+    check.add_argument("--env", required=True, dest="env_id")
+    check.add_argument("--steps", type=int, default=200, help="random-action steps")
+    check = sub.add_parser(
+        "check-judge",
+        help="a session's validation of a judge file, in the sandbox: accepted, or sent back",
+    )
+    check.add_argument("file", type=Path)
+    check.add_argument("--env", required=True, dest="env_id")
+    check.add_argument(
+        "--criteria", required=True, type=Path, help="JSON file: the criteria, as a session has"
+    )
+    check.add_argument("--reward", type=Path, default=None, help="reward the episodes carry")
+    check.add_argument(
+        "--steps", type=int, default=0, help="each episode's length at most (default: the env's)"
+    )
     for name, what in STEERING.items():
         steer_cmd = sub.add_parser(name, help=what)
         steer_cmd.add_argument("session_id")

@@ -59,11 +59,15 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> None:
-    """`policyforge check-reward` / `check-judge`: a file's static check and a short random
-    rollout in the sandbox; the reward's term magnitudes, or the judge's verdict."""
+    """`policyforge check-reward` / `check-judge`: a reward file's static check and a short
+    random rollout in the sandbox (its term magnitudes); a judge file's validation as a session
+    runs it (accepted, exit 0, or sent back with the reason, exit 1)."""
+    if args.command == "check-judge":
+        _check_judge(args)
+        return
     import tempfile
 
-    from workers.local.checks import CheckFailed, check_judge, check_reward
+    from workers.local.checks import CheckFailed, check_reward
 
     exit_on(env_errors(args.env_id))
     if args.steps <= 0:
@@ -71,27 +75,63 @@ def cmd_check(args: argparse.Namespace) -> None:
     console = Console(soft_wrap=True)
     with tempfile.TemporaryDirectory(prefix="pf-check-") as scratch:
         try:
-            if args.command == "check-reward":
-                out = check_reward(args.file, args.env_id, args.steps, Path(scratch))
-            else:
-                out = check_judge(args.file, args.env_id, args.steps, Path(scratch), args.reward)
+            out = check_reward(args.file, args.env_id, args.steps, Path(scratch))
         except CheckFailed as exc:
             raise SystemExit(f"error: {shown(exc)}") from None
+    say(console, f"{shown(args.file)}: OK on {args.env_id} ({out['steps']} random-action steps)")
+    _layers(console, out)
+    say(console, "  term              mean |value| per step")
+    for name, value in out["term_magnitudes"].items():
+        say(console, f"  {shown(name):<17} {value:.4g}")
+
+
+def _layers(console: Console, out: dict[str, Any]) -> None:
     from activities.sandbox.layers import describe
 
-    say(console, f"{shown(args.file)}: OK on {args.env_id} ({out['steps']} random-action steps)")
     layers = describe(out.get("sandbox", []), out.get("sandbox_missing", {}))
     say(console, f"  sandbox layers: {shown(layers)}")
-    if args.command == "check-reward":
-        say(console, "  term              mean |value| per step")
-        for name, value in out["term_magnitudes"].items():
-            say(console, f"  {shown(name):<17} {value:.4g}")
+
+
+def _check_judge(args: argparse.Namespace) -> None:
+    """`policyforge check-judge FILE --env ENV --criteria FILE.json`: exactly a session's
+    validation of judge code; `accepted` (exit 0) or `sent back: <reason>` (exit 1)."""
+    import tempfile
+
+    from activities.training.judge_validation import is_contrast
+    from workers.local.checks import CheckFailed, check_judge, read_criteria
+
+    errors = env_errors(args.env_id)
+    if args.steps < 0:
+        errors.append(f"--steps: must be 0 (the env's length) or more (got {args.steps})")
+    if not args.file.is_file():
+        errors.append(f"FILE: {shown(args.file)} does not exist")
+    if not args.criteria.is_file():
+        errors.append(f"--criteria: {shown(args.criteria)} does not exist")
+    if args.reward is not None and not args.reward.is_file():
+        errors.append(f"--reward: {shown(args.reward)} does not exist")
+    exit_on(errors)
+    console = Console(soft_wrap=True)
+    with tempfile.TemporaryDirectory(prefix="pf-check-") as scratch:
+        try:
+            criteria = read_criteria(args.criteria, args.env_id)
+            out = check_judge(
+                args.file, args.env_id, criteria, Path(scratch), args.reward, args.steps
+            )
+        except CheckFailed as exc:
+            if not exc.code_fault:
+                raise SystemExit(f"error: {shown(exc)}") from None
+            say(console, f"sent back: {shown(exc)}")
+            raise SystemExit(1) from None
+    if out["problem"] is not None:
+        say(console, f"sent back: {shown(out['problem'])}")
     else:
-        judged = out["judgment"]
-        diagnosis = shown(judged["diagnosis"])
-        say(console, f"  score {judged['score']:.3f} on a random policy: {diagnosis}")
-        for name, value in judged["criteria"].items():
-            say(console, f"  {shown(name):<17} {value:.3f}")
+        say(console, "accepted")
+    for episode in out["episodes"]:
+        mark = "must not pass" if is_contrast(episode, criteria) else "values cross-checked"
+        say(console, f"  {shown(episode['what'])}: {mark}")
+    _layers(console, out)
+    if out["problem"] is not None:
+        raise SystemExit(1)
 
 
 def cmd_bench_sandbox(args: argparse.Namespace) -> None:

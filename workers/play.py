@@ -3,7 +3,7 @@
 The policy (workers/policies.py: a session's best run from S3, or a local model.zip, read
 without unpickling) plays deterministic episodes in its env, tracking SHAPING's phase and clock
 inputs as training did. Each episode's env return, length and the judge's key measures
-(`activities/judging/metrics.py`: mean forward velocity and torso height where the env has
+(`activities/behaviours/metrics.py`: mean forward velocity and torso height where the env has
 them, and for a session every criterion the code judge measured, beside its judged value) are
 printed, and the episodes are drawn, one after another, into one mp4 from their recorded
 states by the evaluation video's renderer. By default a session's policy replays its judged
@@ -159,15 +159,15 @@ def _wanted(policy: Policy) -> list[str]:
 
 
 def measures(policy: Policy, episode: Episode, horizon: int) -> dict[str, float]:
-    """The judge's metrics of `episode` that its env supports (judging/metrics.py)."""
-    from activities.envs.catalog import facts
-    from activities.judging.metrics import (
+    """The judge's metrics of `episode` that its env supports (behaviours/metrics.py)."""
+    from activities.behaviours.metrics import (
         METRICS,
         MetricUnavailable,
         Trajectory,
         TrajectoryError,
         compute,
     )
+    from activities.envs.catalog import facts
 
     assert policy.env_id is not None
     f = facts(policy.env_id)
@@ -187,7 +187,7 @@ def measures(policy: Policy, episode: Episode, horizon: int) -> dict[str, float]
 def criteria_rows(policy: Policy, episode: Episode, judged: bool) -> list[dict[str, Any]]:
     """Each session criterion the code judge measured: this episode's value, and the judged
     one when this episode is the judged one (same seed and step cap)."""
-    from activities.judging.metrics import METRICS
+    from activities.behaviours.metrics import METRICS
 
     rows = []
     for c in policy.origin.criteria:
@@ -221,7 +221,7 @@ def _heading(policy: Policy, episodes: int, steps: int | None) -> str:
 def _print_episode(
     console: Console, n: int, episode: Episode, criteria: list[dict[str, Any]]
 ) -> None:
-    from activities.judging.metrics import METRICS
+    from activities.behaviours.metrics import METRICS
 
     parts = [
         f"return {episode.env_return:,.2f}",

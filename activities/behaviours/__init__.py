@@ -5,5 +5,9 @@
 metrics are computed with them, so a reward term and the criterion judging it mean the same thing.
 `layout` is the per-env data behind them, `parts` the primitives of named body parts (head,
 hands, feet, knees), `sensors` the trusted side that adds foot, knee and part readings to each
-step's info, and `catalog` the list the env spec shows authors.
+step's info, and `catalog` the list the env spec shows authors. `metrics` measures whole
+episodes by named metrics (a speed, a height, uprightness, a turn, a duration, a distance), and
+`measured` turns judge code's measured values into verdicts, cross-checked by those metrics (the
+judge stage judges with them, the training stage validates judge code with them, the elicitor
+lists them).
 """

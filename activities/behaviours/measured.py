@@ -14,24 +14,36 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from activities.judging.metrics import METRICS, MetricUnavailable, Trajectory, compute
+import numpy as np
+
+from activities.behaviours.metrics import METRICS, MetricUnavailable, Trajectory, compute
 from workflows.contracts.judging import Criterion, CriterionScore, Judgment
 from workflows.verdict import agree, all_met, meets, progress, score_of, verdict_text
 
 # A judge's own overall score further than this from the mean of its criteria's scores says
 # one thing in its criteria and another in its score.
 SCORE_DISAGREEMENT = 0.1
+# A criterion's score that says "met" (progress just short of the target stays below it).
+MET_SCORE = 0.999
 
 
 def library_values(
-    src: bytes | str | Path | Trajectory, env_id: str, criteria: list[Criterion]
+    src: bytes | str | Path | Trajectory | dict[str, np.ndarray],
+    env_id: str,
+    criteria: list[Criterion],
 ) -> dict[str, float]:
     """The behaviour library's value of every criterion that names a metric it computes on
-    this env (the others are left out)."""
+    this env (the others are left out); the episode as a .npz (path or bytes), its arrays or
+    a Trajectory."""
     wanted = [c for c in criteria if c.metric in METRICS and METRICS[c.metric].supports(env_id)]
     if not wanted:
         return {}
-    t = src if isinstance(src, Trajectory) else Trajectory.load(src, env_id)
+    if isinstance(src, Trajectory):
+        t = src
+    elif isinstance(src, dict):
+        t = Trajectory.of(src, env_id)
+    else:
+        t = Trajectory.load(src, env_id)
     out: dict[str, float] = {}
     for c in wanted:
         assert c.metric is not None
@@ -40,6 +52,31 @@ def library_values(
         except MetricUnavailable:
             continue
     return out
+
+
+def checked(c: Criterion, env_id: str) -> Criterion:
+    """A criterion as data a verdict can be computed from on this env: its metric one the
+    library computes here, with the metric's unit, and a `near` one with a positive tolerance;
+    ValueError "field <name>: <why>" otherwise."""
+    if c.metric is not None:
+        known = [name for name, m in METRICS.items() if m.supports(env_id)]
+        if c.metric not in known:
+            raise ValueError(
+                f"field metric: {c.metric!r:.60} is not a behaviour-library metric of {env_id}; "
+                f"one of {', '.join(known)}, or leave metric out"
+            )
+        unit = METRICS[c.metric].unit
+        if unit and c.unit and c.unit != unit:
+            raise ValueError(
+                f"field unit: its metric {c.metric} is measured in {unit}, not {c.unit!r:.20}; "
+                f"give the target in {unit}"
+            )
+        c = c.model_copy(update={"unit": unit or c.unit})
+    if c.direction == "near" and not c.tolerance > 0:
+        raise ValueError(
+            f"field tolerance: a 'near' criterion needs a positive tolerance (got {c.tolerance:g})"
+        )
+    return c
 
 
 def disagreements(
@@ -123,7 +160,7 @@ def problems(
         met, said = meets(measured[c.name], c), scores[c.name]
         unit = f" {c.unit}" if c.unit else ""
         target = f"{c.direction.replace('_', ' ')} {c.target:g}{unit}"
-        if said >= 0.99 and not met:
+        if said >= MET_SCORE and not met:
             found.append(
                 f"{c.name}: scored {said:.2f} (met) but its measured {measured[c.name]:.4g}{unit} "
                 f"misses the target {target}"
@@ -134,9 +171,11 @@ def problems(
                 f"meets the target {target}"
             )
     own = out.get("score")
-    named = [scores[c.name] for c in criteria if c.name in scores]
-    if own is not None and named:
-        mean = sum(named) / len(named)
+    weighed = [(max(c.weight, 0.0), scores[c.name]) for c in criteria if c.name in scores]
+    total = sum(w for w, _ in weighed)
+    if own is not None and total > 0:
+        # The criteria's weighted mean (their plain mean where, as elicited, they weigh alike).
+        mean = sum(w * s for w, s in weighed) / total
         if abs(float(own) - mean) > SCORE_DISAGREEMENT:
             found.append(
                 f"its overall score {float(own):.2f} disagrees with its criteria's scores "

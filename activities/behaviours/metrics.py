@@ -47,13 +47,19 @@ class Trajectory:
     def load(cls, src: bytes | str | Path, env_id: str) -> Trajectory:
         """The .npz (path or bytes) of an env's episode; TrajectoryError when it is unreadable
         or lacks action, qpos or qvel."""
-        f = facts(env_id)
         try:
             handle = np.load(io.BytesIO(src) if isinstance(src, bytes) else src, allow_pickle=False)
             with handle as npz:
                 data = {k: np.asarray(npz[k]) for k in npz.files}
         except Exception as exc:  # noqa: BLE001 - any unreadable file is one clear error
             raise TrajectoryError(f"trajectory is not a readable .npz: {exc}") from None
+        return cls.of(data, env_id)
+
+    @classmethod
+    def of(cls, data: dict[str, np.ndarray], env_id: str) -> Trajectory:
+        """An env's episode from its arrays in memory; TrajectoryError when it lacks action,
+        qpos or qvel, or has no step."""
+        f = facts(env_id)
         for key in ("action", "qpos", "qvel"):
             if key not in data:
                 raise TrajectoryError(f"trajectory has no '{key}' array (keys: {sorted(data)})")

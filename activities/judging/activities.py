@@ -1,6 +1,6 @@
 """Judge-pool activities: score an evaluation rollout's trajectory against the criteria.
 
-Two judges: the built-in code judge (metrics from activities/judging/metrics.py, used by the
+Two judges: the built-in code judge (metrics from activities/behaviours/metrics.py, used by the
 offline author) runs here; LLM-written judge code runs only in a child process. The judgment
 also lands next to the run's artifacts as judgment.json, for people and the UI.
 """
@@ -17,9 +17,9 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
+from activities.behaviours.measured import judgment_from_code, library_values
 from activities.judging.code_judge import judge_trajectory
 from activities.judging.job import JUDGE
-from activities.judging.measured import judgment_from_code, library_values
 from activities.judging.session_tools import session_tool
 from activities.logs import activity_logger
 from activities.runner.protocol import ChildFailed, ChildRequest

@@ -12,9 +12,9 @@ import asyncio
 from pathlib import Path, PurePosixPath
 
 from activities.artifacts import ArtifactStore
+from activities.behaviours.measured import judgment_from_code, library_values
 from activities.judging.code_judge import judge_trajectory
 from activities.judging.job import JUDGE
-from activities.judging.measured import judgment_from_code, library_values
 from activities.runner.protocol import ChildRequest
 from activities.runner.supervisor import run_child
 from workflows.contracts.judging import Judgment

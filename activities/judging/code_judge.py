@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from activities.judging.metrics import METRICS, MetricUnavailable, Trajectory, compute
+from activities.behaviours.metrics import METRICS, MetricUnavailable, Trajectory, compute
 from workflows.contracts.judging import Criterion, CriterionScore, Judgment
 from workflows.verdict import all_met, meets, progress
 

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from workflows.contracts.judging import Criterion
+
 Mode = Literal[
     "validate",
     "train",
@@ -83,6 +85,9 @@ class ChildRequest(BaseModel):
     judge_source: str | None = None
     judge_filename: str = DEFAULT_JUDGE_FILENAME
     criteria: list[str] = Field(default_factory=list)
+    # validate_judge: the criteria with their targets (which contrasting episodes to play, and
+    # what the behaviour library measures on them); empty: the names above only.
+    judge_criteria: list[Criterion] = Field(default_factory=list)
     trajectory_path: str | None = None
     # judge: more trajectories judged by the same code in the same process (checkpoints).
     extra_trajectories: list[str] = Field(default_factory=list)
@@ -96,7 +101,8 @@ class ChildRequest(BaseModel):
     # (plain exec, real builtins), to show that the OS layers contain it on their own.
     python_layers: bool = True
 
-    # validate: random-action steps to run.
+    # validate: random-action steps to run; validate_judge: each episode's length at most (0:
+    # the env's own episode length).
     steps: int = 64
 
     # train / evaluate: the algorithm ("ppo", "sac" or "td3").

@@ -590,7 +590,10 @@ def judge_in_sandbox(
     for trajectory in trajectories:
         arrays, chunks = [], []
         for name, arr in trajectory.items():
-            arr = np.ascontiguousarray(arr)
+            # A scalar (meta_dt) stays 0-d: ascontiguousarray would make it (1,), which
+            # float() refuses in numpy 2.
+            arr = np.asarray(arr)
+            arr = np.ascontiguousarray(arr) if arr.ndim else arr
             if arr.dtype.kind not in "biufU":
                 continue
             arrays.append([name, arr.dtype.str, list(arr.shape)])

@@ -131,7 +131,10 @@ def check_judgment(out: Any, criteria: list[str]) -> dict[str, Any]:
     return {
         # The judge's own overall score, when it gives one: checked against its criteria at
         # validation, never the verdict (None: it gave none).
-        "score": _unit(out["score"], "judge_fn's 'score'") if "score" in out else None,
+        # (None, as the sandbox's own check passes it on: no score.)
+        "score": _unit(out["score"], "judge_fn's 'score'")
+        if out.get("score") is not None
+        else None,
         # The session's criteria only, when it has them: what the judge adds beyond them is
         # not recorded (it would grow the judgment without bound).
         "criteria": criterion_scores,

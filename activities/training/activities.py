@@ -36,6 +36,7 @@ from activities.runner.protocol import (
 from activities.runner.supervisor import run_child, sandbox_refused
 from activities.training import beside, job
 from activities.training.cores import cores
+from activities.training.judge_validation import judge_problem
 from activities.training.presets import config_variants
 from activities.training.stop_at_pass import Stopper
 from workflows.contracts import timeouts
@@ -186,7 +187,9 @@ async def validate_reward(req: ValidateRequest) -> ValidateResult:
 
 @implements(VALIDATE_JUDGE)
 async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
-    """Run judge code on a random-action episode (with the session's reward terms) in the child."""
+    """Run judge code in the child on episodes that must not pass (random actions, zero
+    actions, a fall, the opposite direction; with the session's reward terms), and decide
+    here whether it measures the behaviour (activities/training/judge_validation.py)."""
     # Heartbeats from start to end, S3 included (a heartbeat timeout is set).
     async with _heartbeating():
         log = activity_logger(env_id=req.env_id, judge_key=req.judge_key)
@@ -197,7 +200,8 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
             reward_filename=_filename(req.reward_key),
             judge_source=await _get_text(store, req.judge_key),
             judge_filename=_filename(req.judge_key),
-            criteria=req.criteria,
+            criteria=req.criteria or [c.name for c in req.specs],
+            judge_criteria=req.specs,
             steps=req.steps,
             seed=req.seed,
         )
@@ -205,36 +209,12 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
         if isinstance(result, str):
             log.info("judge invalid", error=result)
             return ValidateResult(ok=False, error=result)
-        if problem := judge_problem(result["judgment"], req.criteria):
+        episodes: list[dict[str, Any]] = result["episodes"]
+        if problem := judge_problem(episodes, req.specs, child.criteria):
             log.info("judge sent back", problem=problem)
-            return ValidateResult(ok=False, error=problem)
-        log.info("judge valid", score=result["judgment"]["score"])
+            return ValidateResult(ok=False, error=f"judge_fn sent back at validation: {problem}")
+        log.info("judge valid", episodes=[e["name"] for e in episodes], steps=result["steps"])
         return ValidateResult(ok=True, steps=int(result["steps"]))
-
-
-# A judge that passes a random-action episode would pass a policy that learned nothing.
-RANDOM_PASS = 0.5
-
-
-def judge_problem(judged: dict[str, Any], criteria: list[str]) -> str | None:
-    """Why judge code that ran on a random episode goes back to its author: a criterion
-    without its measured value, or a random episode scored as a pass; None when neither."""
-    measured = judged.get("measured") or {}
-    missing = [name for name in criteria if name not in measured]
-    if missing:
-        return (
-            f"judge_fn returned no 'measured' value for {missing}: return each criterion's "
-            "physical value (the mean speed in m/s, a height in m) in 'measured' beside its "
-            "score in 'criteria'"
-        )
-    if judged["score"] >= RANDOM_PASS:
-        scores = ", ".join(f"{k} {v:.2f}" for k, v in judged["criteria"].items())
-        return (
-            f"judge_fn scored an episode of random actions {judged['score']:.2f} ({scores}), "
-            f"at or above {RANDOM_PASS}: it would pass a policy that learned nothing; measure "
-            "the behaviour itself so that random actions score low"
-        )
-    return None
 
 
 # A single run's checkpoint: the engine's (a batch of one), or the SB3 trainer's (SAC, TD3, a

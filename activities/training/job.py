@@ -1,14 +1,15 @@
 """The training stage's runner: reward code validated, trained under and evaluated, and judge
-code tried on a random episode.
+code validated on contrasting episodes.
 
     python -m activities.training.job MODE --request REQ.json --out DIR
 
 MODE: validate, train, train_batch (several reward candidates trained together), evaluate
-(reward code), validate_judge (judge code, on an episode scored
-by the session's reward). The harness (`activities.runner.child`) does the rest: the sandbox
-process for the generated code, the confinement, result.json. Supervisors start a mode by its
-`ChildJob` (`VALIDATE`, `TRAIN`, `EVALUATE`, `VALIDATE_JUDGE`); importing this module for them
-is light (no torch, SB3 or gymnasium: the handlers import what they need).
+(reward code), validate_judge (judge code, on episodes that must not pass, scored by the
+session's reward: activities/training/contrasts.py). The harness (`activities.runner.child`)
+does the rest: the sandbox process for the generated code, the confinement, result.json.
+Supervisors start a mode by its `ChildJob` (`VALIDATE`, `TRAIN`, `EVALUATE`, `VALIDATE_JUDGE`);
+importing this module for them is light (no torch, SB3 or gymnasium: the handlers import what
+they need).
 """
 
 from __future__ import annotations
@@ -205,21 +206,39 @@ def _evaluate_members_beside(req: ChildRequest, run: child.Run) -> dict[str, Any
 
 
 def _validate_judge(req: ChildRequest, run: child.Run) -> dict[str, Any]:
+    """Judge code on the validation episodes (activities/training/contrasts.py), all judged in
+    one load of its sandbox; each episode's checked answer and the behaviour library's values
+    beside it. The trusted side decides (activities/training/activities.py, judge_problem)."""
+    from activities.behaviours.measured import library_values
     from activities.sandbox.client import judge_all
-    from activities.training.rollout import random_trajectory
+    from activities.training.contrasts import episodes
 
-    trajectory = random_trajectory(req.env_id, _rewards(req, run), req.steps, req.seed)
     if req.judge_source is None:
         raise ValueError("judge modes need judge_source")
-    [judged] = judge_all(
+    played = episodes(req.env_id, _rewards(req, run), req.judge_criteria, req.seed, req.steps)
+    judged = judge_all(
         run.judge_sandbox(),  # not the reward's: nothing its module did reaches the judge
         req.judge_source,
         req.judge_filename,
-        [trajectory],
+        [e.arrays for e in played],
         req.criteria,
         python_layers=req.python_layers,
     )
-    return {"steps": len(trajectory["action"]), "judgment": judged}
+    return {
+        "steps": sum(e.steps for e in played),
+        "judgment": judged[0],
+        "episodes": [
+            {
+                "name": e.name,
+                "what": e.what,
+                "contrast": e.contrast,
+                "steps": e.steps,
+                "judgment": answer,
+                "library": library_values(e.arrays, req.env_id, req.judge_criteria),
+            }
+            for e, answer in zip(played, judged, strict=True)
+        ],
+    }
 
 
 _ENV = ("gymnasium.envs.mujoco", "activities.training.sim")
@@ -262,7 +281,10 @@ MODES: dict[str, child.ModeSpec] = {
         niceness=NICENESS,
     ),
     "validate_judge": child.ModeSpec(
-        _validate_judge, (*_ENV, *_POLICY), short=True, judge_apart=True
+        _validate_judge,
+        (*_ENV, *_POLICY, "activities.training.contrasts", "activities.behaviours.measured"),
+        short=True,
+        judge_apart=True,
     ),
 }
 

@@ -22,10 +22,14 @@ from tests.fakes.llm_server import Reply
 
 SHAPED_REWARD = FORWARD_REWARD + '\nSHAPING = {"max_episode_steps": 200, "init_noise": 0.5}\n'
 
-# Validated on a 100-step random episode; the evaluation episodes here are 40 steps, where
-# the fixed index is out of range (a branch validation never reached).
+# Validated on whole episodes of random and zero actions (1000 steps) and a fall (terminated);
+# the evaluation episodes here are 40 steps that do not end early, where the fixed index is
+# out of range (a branch validation never reached).
 LATE_FAILING_JUDGE = JUDGE.replace(
-    "    up = 0.0", "    late = float(trajectory['qvel'][60][0])\n    up = 0.0"
+    "    up = 0.0",
+    "    if len(trajectory['action']) < 100 and not trajectory['terminated'][-1]:\n"
+    "        late = float(trajectory['qvel'][60][0])\n"
+    "    up = 0.0",
 )
 
 

@@ -25,12 +25,19 @@ CRITERIA = [
         "target": 1.0,
         "direction": "at_least",
     },
+    {
+        "name": "steady",
+        "description": "It acts steadily, as a deterministic policy does.",
+        "measure": "mean absolute change of the action between steps",
+        "target": 0.3,
+        "direction": "at_most",
+    },
 ]
 
 # The trajectory judge is satisfied by any policy that stays up, moves and acts steadily (a
-# deterministic policy, trained or not; random actions jump about and fail it, as validation
-# requires); what passes or fails an iteration is the scripted video judge, and a disagreement
-# brings in the synthesizer.
+# deterministic policy, trained or not); random actions jump about and a fall ends early, so
+# validation's episodes fail it, as they must. What passes or fails an iteration is the
+# scripted video judge, and a disagreement brings in the synthesizer.
 JUDGE = """
 import numpy as np
 
@@ -39,12 +46,12 @@ def judge_fn(trajectory):
     motion = float(np.mean(np.abs(trajectory["qvel"])))
     moves = 1.0 if motion >= 0.001 else 0.0
     finite = 1.0 if np.all(np.isfinite(trajectory["reward"])) else 0.0
-    jumps = float(np.mean(np.abs(np.diff(trajectory["action"], axis=0))))
+    actions = trajectory["action"]
+    jumps = float(np.mean(np.abs(np.diff(actions, axis=0)))) if len(actions) > 1 else 0.0
     steady = 1.0 if jumps <= 0.3 else 0.0
     return {
-        "score": steady * (up + moves + finite) / 3,
-        "criteria": {"stays_up": up, "moves": moves, "finite_reward": finite},
-        "measured": {"stays_up": up, "moves": motion, "finite_reward": finite},
+        "criteria": {"stays_up": up, "moves": moves, "finite_reward": finite, "steady": steady},
+        "measured": {"stays_up": up, "moves": motion, "finite_reward": finite, "steady": jumps},
         "diagnosis": f"mean |qvel| {motion:.3f}; terminated: {bool(trajectory['terminated'][-1])}; "
         f"mean action change {jumps:.2f}",
         "failure_tags": [] if up else ["fell"],

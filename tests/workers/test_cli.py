@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -132,20 +133,71 @@ def test_check_reward_reports_term_magnitudes_or_the_reason(tmp_path: Path):
     assert "bad_reward.py line 1: import of 'socket' is not allowed" in line
 
 
-def test_check_judge_scores_a_random_episode(tmp_path: Path):
-    judge = tmp_path / "judge_fn.py"
-    judge.write_text(
-        "import numpy as np\n"
+TALL = [{"name": "tall", "description": "stands tall", "metric": "mean_height", "target": 1.3}]
+
+
+def test_check_judge_runs_a_sessions_validation_accepted_or_sent_back(tmp_path: Path):
+    criteria = tmp_path / "criteria.json"
+    criteria.write_text(json.dumps(TALL))
+    measuring = tmp_path / "judge_fn.py"
+    measuring.write_text(
+        "import numpy as np\nimport primitives as P\n"
         "def judge_fn(t):\n"
-        "    up = float(np.mean(t['qpos'][:, 1] > 0.8))\n"
-        "    return {'score': up, 'criteria': {'tall': up}, 'diagnosis': 'height',"
-        " 'failure_tags': []}\n"
+        "    h = float(np.mean(P.height('Hopper-v5', t)))\n"
+        "    score = 1.0 if h >= 1.3 else min(0.99, h / 1.3)\n"
+        "    return {'criteria': {'tall': score}, 'measured': {'tall': h},"
+        " 'diagnosis': 'height', 'failure_tags': []}\n"
     )
-    proc = run_cli("check-judge", str(judge), "--env", "Hopper-v5", "--steps", "50")
-    assert proc.returncode == 0, proc.stderr
-    assert "score" in proc.stdout and "tall" in proc.stdout
-    line = one_line_error(run_cli("check-judge", str(judge), "--env", "Hopperr-v5"))
-    assert "--env: unknown environment" in line
+    args = ("--env", "Hopper-v5", "--criteria", str(criteria), "--steps", "200")
+    proc = run_cli("check-judge", str(measuring), *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "accepted"
+    assert "an episode of zero actions for " in proc.stdout and "sandbox layers: " in proc.stdout
+    # Today's lenient judge: it scores random actions 1.0 and reports the target as measured.
+    lenient = tmp_path / "lenient.py"
+    lenient.write_text(
+        "def judge_fn(t):\n"
+        "    return {'score': 1.0, 'criteria': {'tall': 1.0}, 'measured': {'tall': 1.3},"
+        " 'diagnosis': 'tall', 'failure_tags': []}\n"
+    )
+    proc = run_cli("check-judge", str(lenient), *args)
+    assert proc.returncode == 1
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("sent back: On an episode of random actions for "), first
+    assert "tall: the judge measured 1.3 m, the behaviour library (mean_height) " in first
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"env": "Hopperr-v5"}, "--env: unknown environment"),
+        ({"file": "missing.py"}, "FILE: "),
+        ({"criteria": "missing.json"}, "--criteria: "),
+        ({"criteria_text": "[{"}, "is not JSON"),
+        ({"criteria_text": '[{"name": "x", "description": "d"}]'}, "criterion 1 field target:"),
+        (
+            {"criteria_text": '[{"name": "x", "description": "d", "target": 1, "metric": "m"}]'},
+            "criterion 1 field metric: 'm' is not a behaviour-library metric of Hopper-v5",
+        ),
+    ],
+)
+def test_check_judge_bad_input_is_one_line_naming_the_field(
+    tmp_path: Path, change: dict[str, str], expected: str
+):
+    judge = tmp_path / "judge_fn.py"
+    judge.write_text("def judge_fn(t):\n    return {}\n")
+    criteria = tmp_path / "criteria.json"
+    criteria.write_text(change.get("criteria_text", json.dumps(TALL)))
+    proc = run_cli(
+        "check-judge",
+        str(tmp_path / change.get("file", "judge_fn.py")),
+        "--env",
+        change.get("env", "Hopper-v5"),
+        "--criteria",
+        str(tmp_path / change.get("criteria", "criteria.json")),
+    )
+    assert expected in one_line_error(proc)
 
 
 def test_check_reward_refuses_when_a_required_layer_is_missing(tmp_path: Path):

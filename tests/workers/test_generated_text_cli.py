@@ -72,21 +72,19 @@ def test_check_judge_prints_no_forged_line(tmp_path: Path):
     judge = tmp_path / "judge_fn.py"
     judge.write_text(
         "def judge_fn(t):\n"
-        "    return {'score': 0.5, 'failure_tags': [],\n"
-        "            'criteria': {'tall\\nsandbox layers: none': 0.5, 'x\\rPASSED': 0.25,\n"
-        "                         't\\x1b]0;title\\x07': 0.75},\n"
-        "            'diagnosis': 'low\\nsandbox layers: none\\rPASSED\\x1b]0;title\\x07'}\n"
+        "    raise ValueError('low\\nsandbox layers: none\\rPASSED\\x1b]0;title\\x07 [/]')\n"
     )
-    proc = run_cli("check-judge", str(judge), "--env", "Hopper-v5", "--steps", "20")
-    assert proc.returncode == 0, proc.stderr
+    criteria = tmp_path / "criteria.json"
+    criteria.write_text(json.dumps([{"name": "tall", "description": "d", "target": 1.0}]))
+    args = ("--env", "Hopper-v5", "--criteria", str(criteria), "--steps", "20")
+    proc = run_cli("check-judge", str(judge), *args)
+    assert proc.returncode == 1, proc.stderr
     _raw_free(proc.stdout)
     lines = [line.strip() for line in proc.stdout.splitlines()]
-    layers = [line for line in lines if line.startswith("sandbox layers")]
-    assert len(layers) == 1 and "none" not in layers[0], proc.stdout
-    assert not [line for line in lines if line.startswith("PASSED")], proc.stdout
-    assert "x\\x0dPASSED" in proc.stdout and "t\\x1b]0;title\\x07" in proc.stdout
-    # The diagnosis: its line breaks escaped here, or made spaces by the sandbox.
-    assert "PASSED\\x1b]0;title\\x07" in proc.stdout.split("random policy: ")[1].splitlines()[0]
+    # Sent back in one line: the error's line breaks made spaces, its escapes visible.
+    assert len(lines) == 1 and lines[0].startswith("sent back: judge_fn.py line 2: ValueError")
+    assert not [line for line in lines if line.startswith(("PASSED", "sandbox layers"))]
+    assert "PASSED\\x1b]0;title\\x07 [/]" in lines[0], lines
 
 
 def _record(iteration: int, **extra) -> IterationRecord:

@@ -43,13 +43,21 @@ class ValidateRequest(Contract):
 
 
 class ValidateJudgeRequest(Contract):
-    """What validate_judge takes: the judge code to try on a random episode in the sandbox."""
+    """What validate_judge takes: the judge code to validate, in the sandbox, on episodes that
+    must not pass (random actions, zero actions, a fall, the opposite direction; see
+    activities/training/contrasts.py)."""
 
     env_id: str
     judge_key: str
-    reward_key: str  # the trajectory it is tried on carries this reward's terms
+    reward_key: str  # the episodes it is tried on carry this reward's terms
+    # The criteria's names: what the judge must score and measure.
     criteria: list[str] = Field(default_factory=list)
-    steps: int = 100
+    # The same criteria in full (measure, comparison, target, tolerance, metric): what the
+    # verdicts on the episodes are computed from. Empty in requests from before (names only):
+    # those validate the answers' format and the judge's own score on random actions.
+    specs: list[Criterion] = Field(default_factory=list)
+    # Each episode's length at most (0: the env's own episode length).
+    steps: int = 0
     seed: int = 0
 
 

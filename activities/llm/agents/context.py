@@ -53,9 +53,23 @@ def criteria_text(criteria: list[Criterion]) -> str:
         tol = f" (tolerance {c.tolerance:g}{unit})" if c.direction == "near" else ""
         lines.append(
             f"- `{c.name}`: {c.description} Measure: {c.measure or c.metric or '-'} "
-            f"Target: {c.direction.replace('_', ' ')} {c.target:g}{unit}{tol}."
+            f"Target: {c.direction.replace('_', ' ')} {c.target:g}{unit}{tol}.{_library(c)}"
         )
     return "\n".join(lines)
+
+
+def _library(c: Criterion) -> str:
+    """What the behaviour library measures of a criterion that names its metric: the judge's
+    value is checked against it on the same episode."""
+    from activities.behaviours.metrics import METRICS
+
+    metric = METRICS.get(c.metric or "")
+    if metric is None:
+        return ""
+    return (
+        f" The behaviour library measures it as `{c.metric}` ({metric.label}"
+        f"{', ' + metric.unit if metric.unit else ''}); the judge's value must agree with it."
+    )
 
 
 def judgment_text(j: Judgment, title: str = "Judgment") -> str:

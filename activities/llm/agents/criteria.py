@@ -6,6 +6,8 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from activities.behaviours.measured import checked
+from activities.behaviours.metrics import METRICS, available_metrics
 from activities.llm.agents.common import ask, render_prompt
 from activities.llm.agents.context import env_text, intent_text, join
 from activities.llm.providers.base import ToolSpec
@@ -34,6 +36,11 @@ SUBMIT_CRITERIA = ToolSpec(
                         "direction": {"type": "string", "enum": ["at_least", "at_most", "near"]},
                         "tolerance": {"type": "number"},
                         "unit": {"type": "string"},
+                        "metric": {
+                            "type": "string",
+                            "description": "a behaviour-library metric listed in the message, "
+                            "only when the criterion is exactly that measure",
+                        },
                     },
                     "required": ["name", "description", "measure", "target", "direction"],
                 },
@@ -58,11 +65,33 @@ def elicit(
         model,
         system=system,
         user=join(
-            intent_text(prompt), env_text(env_id), budget_text(*budget), random_rollout_text(env_id)
+            intent_text(prompt),
+            env_text(env_id),
+            metrics_text(env_id),
+            budget_text(*budget),
+            random_rollout_text(env_id),
         ),
         tool=SUBMIT_CRITERIA,
     )
-    return parse_criteria(answer.arguments.get("criteria")), answer.call
+    return parse_criteria(answer.arguments.get("criteria"), env_id), answer.call
+
+
+def metrics_text(env_id: str) -> str:
+    """The behaviour library's metrics for this env, with how people read them and their
+    units: what a criterion may name as its `metric`."""
+    lines = [
+        "# Behaviour-library metrics of this environment",
+        "",
+        "A criterion that is exactly one of these measures names it as its `metric` (the "
+        "judge's measured value is then checked against the library's on the same episode); "
+        "leave `metric` out for any other measure.",
+        "",
+    ]
+    for name in available_metrics(env_id):
+        m = METRICS[name]
+        unit = f", {m.unit}" if m.unit else ""
+        lines.append(f"- `{name}`: {m.label}{unit}")
+    return "\n".join(lines)
 
 
 def budget_text(timesteps: int, algo: str, iterations: int) -> str:
@@ -77,28 +106,35 @@ def budget_text(timesteps: int, algo: str, iterations: int) -> str:
     )
 
 
-def parse_criteria(raw: Any) -> list[Criterion]:
-    """Validated criteria; a retryable LLMBadAnswer when the model's list is unusable."""
+def parse_criteria(raw: Any, env_id: str) -> list[Criterion]:
+    """Validated criteria; a retryable LLMBadAnswer naming the field when the model's list is
+    unusable (a metric this env's library lacks, a `near` criterion without a tolerance)."""
     if not isinstance(raw, list):
         raise ApplicationError("elicitor: the answer has no criteria list", type="LLMBadAnswer")
     out: list[Criterion] = []
     for item in raw:
         try:
-            out.append(
-                Criterion(
-                    name=str(item["name"]).strip().replace(" ", "_"),
-                    description=str(item["description"]).strip(),
-                    measure=str(item.get("measure", "")).strip(),
-                    target=float(item["target"]),
-                    direction=item.get("direction", "at_least"),
-                    tolerance=float(item.get("tolerance") or 0.0),
-                    unit=str(item.get("unit") or "").strip()[:20],
-                )
+            criterion = Criterion(
+                name=str(item["name"]).strip().replace(" ", "_"),
+                description=str(item["description"]).strip(),
+                measure=str(item.get("measure", "")).strip(),
+                metric=str(item.get("metric") or "").strip() or None,
+                target=float(item["target"]),
+                direction=item.get("direction", "at_least"),
+                tolerance=float(item.get("tolerance") or 0.0),
+                unit=str(item.get("unit") or "").strip()[:20],
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise ApplicationError(
                 f"elicitor: criterion {item!r:.120} is malformed ({exc})", type="LLMBadAnswer"
             ) from None
+        try:
+            criterion = checked(criterion, env_id)
+        except ValueError as exc:
+            raise ApplicationError(
+                f"elicitor: criterion {criterion.name!r} {exc}", type="LLMBadAnswer"
+            ) from None
+        out.append(criterion)
     names = [c.name for c in out]
     if not MIN_CRITERIA <= len(out) <= MAX_CRITERIA or len(set(names)) != len(names):
         raise ApplicationError(

@@ -1,6 +1,6 @@
 """Judge code for compositions the built-in code judge cannot measure.
 
-The built-in judge (activities/judging/metrics.py) measures whole episodes by named metrics.
+The built-in judge (activities/behaviours/metrics.py) measures whole episodes by named metrics.
 A pose of the hands, a count of jumps, a flip's turn, or anything judged per phase ("slowed
 below 1 m/s after the sprint") needs more: for those the offline author writes judge code, as
 an LLM judge author would, from the same primitives the reward uses. Each criterion is a
@@ -277,7 +277,7 @@ def judge_fn(trajectory):
     t = trajectory
     n = len(t["action"])
     if n == 0:
-        return {"score": 0.0, "criteria": {c["name"]: 0.0 for c in CRITERIA},
+        return {"criteria": {c["name"]: _score(0.0, c) for c in CRITERIA},
                 "measured": {c["name"]: 0.0 for c in CRITERIA},
                 "diagnosis": "The episode is empty.", "failure_tags": ["empty_episode"]}
     horizon = int(t["meta_max_steps"]) if "meta_max_steps" in t else HORIZON
@@ -286,28 +286,31 @@ def judge_fn(trajectory):
     values = {
 __MEASURES__
     }
-    scores, measured, failing, tags = {}, {}, [], []
+    # scores: each criterion's own progress, 1 exactly when its measured value meets it (what
+    # the trusted side checks the measured values against); shortfall: for the diagnosis, that
+    # progress cut by a fall and by the earlier phases (coming to rest after no run, or landing
+    # after no turn, is not the sequence). The verdict is every criterion met.
+    scores, shortfall, measured, failing, tags = {}, {}, {}, [], []
     for c in CRITERIA:
         value = values[c["name"]]
         value = float(value) if math.isfinite(value) else 0.0
         met = _score(value, c)
-        scores[c["name"]] = met if c["survival"] else met * alive
+        scores[c["name"]] = met
+        shortfall[c["name"]] = met if c["survival"] else met * alive
         measured[c["name"]] = value
-        if met < 1.0:
-            failing.append((c["weight"] * (1.0 - scores[c["name"]]), _text(value, c)))
-            tags.append(c["low"] if value < c["target"] else c["high"])
-        elif scores[c["name"]] < 1.0:
-            failing.append((c["weight"] * (1.0 - scores[c["name"]]),
-                            _text(value, c) + f", but only for {n} of {horizon} steps"))
-    # A later phase counts only as far as the phases before it were done: coming to rest
-    # after no run, or landing after no turn, is not the sequence.
     for c in CRITERIA:
-        earlier = [scores[d["name"]] for d in CRITERIA
+        earlier = [shortfall[d["name"]] for d in CRITERIA
                    if -1 < d["phase"] < c["phase"] and not d["survival"]]
         if earlier:
-            scores[c["name"]] = min(scores[c["name"]], min(earlier))
-    total = sum(c["weight"] for c in CRITERIA)
-    score = sum(c["weight"] * scores[c["name"]] for c in CRITERIA) / total if total else 0.0
+            shortfall[c["name"]] = min(shortfall[c["name"]], min(earlier))
+    for c in CRITERIA:
+        value, cut = measured[c["name"]], c["weight"] * (1.0 - shortfall[c["name"]])
+        if scores[c["name"]] < 1.0:
+            failing.append((cut, _text(value, c)))
+            tags.append(c["low"] if value < c["target"] else c["high"])
+        elif shortfall[c["name"]] < 1.0:
+            why = f"only for {n} of {horizon} steps" if alive < 1.0 else "before its phase"
+            failing.append((cut, _text(value, c) + ", but " + why))
     failing.sort(key=lambda f: -f[0])
     if not failing:
         shown = "; ".join(_text(measured[c["name"]], c) for c in CRITERIA[:2])
@@ -317,7 +320,6 @@ __MEASURES__
         if len(failing) > 1:
             sentences.append("Also short: " + "; ".join(d for _, d in failing[1:3]) + ".")
     return {
-        "score": float(min(1.0, max(0.0, score))),
         "criteria": scores,
         "measured": measured,
         "diagnosis": " ".join(sentences),

@@ -3,7 +3,7 @@
 Pure data and small builders (no gymnasium): the CLI imports this to check a prompt before it
 connects. Templates are files in `templates/`; this module says which environments each supports,
 how reward code reads each body from `info["qpos"]` / `info["qvel"]`, the default weights, and
-which measurable criteria (metrics of activities/judging/metrics.py) judge the result.
+which measurable criteria (metrics of activities/behaviours/metrics.py) judge the result.
 """
 
 from __future__ import annotations

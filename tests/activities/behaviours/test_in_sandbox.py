@@ -13,7 +13,7 @@ from temporalio.testing import ActivityEnvironment
 
 import activities.behaviours.primitives as P
 from activities.artifacts import ArtifactStore
-from activities.judging.metrics import Trajectory, compute
+from activities.behaviours.metrics import Trajectory, compute
 from activities.training.activities import evaluate_policy, train_policy, validate_reward
 from workflows.contracts.training import EvalRequest, TrainRequest, ValidateRequest
 

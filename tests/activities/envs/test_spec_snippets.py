@@ -134,7 +134,7 @@ def _fragment(prelude: list[str], body: list[str]) -> tuple[str, str]:
         assert not reads & REWARD_NAMES, f"reward and judge names in one snippet: {code}"
         return "judge", (
             f"{head}\n\n\ndef judge_fn(trajectory):\n{textwrap.indent(code, '    ')}\n"
-            '    return {"score": 1.0, "criteria": {}, "diagnosis": "ran", "failure_tags": []}\n'
+            '    return {"criteria": {}, "measured": {}, "diagnosis": "ran", "failure_tags": []}\n'
         )
     return "reward", (
         f"{head}\n\n\nclass Snippet(RewardFunction):\n"

@@ -10,9 +10,9 @@ import mujoco
 import numpy as np
 import pytest
 
+from activities.behaviours.metrics import METRICS, Trajectory, available_metrics, compute
 from activities.envs.catalog import ENVS, facts
 from activities.judging.code_judge import criterion_score, judge_trajectory
-from activities.judging.metrics import METRICS, Trajectory, available_metrics, compute
 from activities.llm.offline import OfflineAuthor, match_intent
 from activities.training.reward_runtime import RewardWrapper, load_reward
 from workflows.contracts.judging import Criterion

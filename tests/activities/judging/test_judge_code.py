@@ -80,17 +80,33 @@ def test_judgments_outside_the_contract_are_named(out, message):
         check_judgment(out, CRITERIA if "stays_up" in message or "'speed'" in message else [])
 
 
-async def test_validate_judge_runs_it_on_a_random_episode_in_the_child(tmp_path: Path):
+SPECS = [
+    Criterion(name="speed", description="fast", metric="mean_x_velocity", target=2.0, unit="m/s"),
+    Criterion(name="stays_up", description="does not fall", target=1.0),
+]
+
+
+async def test_validate_judge_runs_it_on_the_contrasting_episodes_in_the_child(tmp_path: Path):
     req = ChildRequest(
         env_id="HalfCheetah-v5",
         reward_source=RUN_FORWARD,
         judge_source=GOOD_JUDGE,
         criteria=CRITERIA,
+        judge_criteria=SPECS,
         steps=50,
     )
     result = await run_child(VALIDATE_JUDGE, req, tmp_path / "ok", timeout_s=120)
-    assert result["steps"] == 50
-    assert set(result["judgment"]["criteria"]) == set(CRITERIA)
+    # Random and zero actions for the whole (capped) episode, a fall, the body driven backwards
+    # (the opposite of the forward speed asked for) and forwards; all judged by the same code.
+    episodes = {e["name"]: e for e in result["episodes"]}
+    assert list(episodes) == ["random", "zero", "short", "opposite_x", "toward"]
+    assert [e["steps"] for e in episodes.values()] == [50, 50, 12, 50, 50]
+    assert result["steps"] == 212
+    for e in episodes.values():
+        assert set(e["judgment"]["criteria"]) == set(CRITERIA)
+        assert e["library"]["speed"] == pytest.approx(e["judgment"]["measured"]["speed"])
+    assert episodes["short"]["judgment"]["measured"]["stays_up"] == 0.0
+    assert episodes["opposite_x"]["library"]["speed"] == pytest.approx(-2.5, abs=0.1)
 
     broken = req.model_copy(update={"judge_source": BROKEN_JUDGE})
     with pytest.raises(ChildFailed) as info:
@@ -177,20 +193,35 @@ async def test_the_judgment_shows_the_measured_value_against_the_real_target(s3)
         await ActivityEnvironment().run(judge_rollout, unmeasured)
 
 
+# Passes any episode that does not end early: it reports the target speed for it.
+UPRIGHT_IS_FAST = GOOD_JUDGE.replace(
+    'vx = float(np.mean(trajectory["info_x_velocity"]))',
+    'vx = 0.0 if trajectory["terminated"][-1] else 2.0',
+)
+
+
 @pytest.mark.parametrize(
-    ("source", "problem"),
+    ("source", "specs", "problem"),
     [
-        (MEASURING_JUDGE, None),
-        (SCORING_JUDGE, "'measured' lacks ['speed', 'stays_up']"),
-        # Passes any episode that does not end early: a random one too.
+        (GOOD_JUDGE, SPECS, None),
+        (SCORING_JUDGE, SPECS, "judge_fn's result lacks ['measured']"),
+        (
+            UPRIGHT_IS_FAST,
+            SPECS,
+            "On an episode of random actions for 50 steps: speed: the judge measured 2 m/s, "
+            "the behaviour library (mean_x_velocity)",
+        ),
+        # A request from before criteria came in full (names only): the judge's own score.
         (
             MEASURING_JUDGE.replace('"score": (3 * speed + alive) / 4', '"score": alive'),
-            "scored an episode of random actions 1.00",
+            [],
+            "judge_fn scored an episode of random actions for 50 steps 1.00",
         ),
+        (MEASURING_JUDGE, [], None),
     ],
 )
-async def test_validation_sends_back_a_judge_that_measures_nothing_or_passes_random_actions(
-    s3, source: str, problem: str | None
+async def test_validation_sends_back_a_judge_that_measures_nothing_or_passes_contrasts(
+    s3, source: str, specs: list[Criterion], problem: str | None
 ):
     from activities.training.activities import validate_judge
     from workflows.contracts.training import ValidateJudgeRequest
@@ -201,10 +232,19 @@ async def test_validation_sends_back_a_judge_that_measures_nothing_or_passes_ran
         judge_key=store.put_text("sessions/jv/judge_fn.py", source),
         reward_key=store.put_text("sessions/jv/reward_fn.py", RUN_FORWARD),
         criteria=CRITERIA,
+        specs=specs,
         steps=50,
     )
     result = await ActivityEnvironment().run(validate_judge, req)
     if problem is None:
         assert result.ok, result.error
     else:
-        assert not result.ok and problem in (result.error or "")
+        assert not result.ok and problem in (result.error or ""), result.error
+
+
+def test_a_request_with_names_only_still_decodes():
+    from workflows.contracts.training import ValidateJudgeRequest
+
+    old = {"env_id": "Hopper-v5", "judge_key": "j", "reward_key": "r", "criteria": ["speed"]}
+    req = ValidateJudgeRequest.model_validate({**old, "steps": 100, "seed": 0})
+    assert req.criteria == ["speed"] and req.specs == [] and req.steps == 100

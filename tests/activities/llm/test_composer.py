@@ -10,7 +10,7 @@ import gymnasium as gym
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.judging.metrics import available_metrics
+from activities.behaviours.metrics import available_metrics
 from activities.llm.offline import OfflineAuthor, match_intent
 from activities.llm.offline.composed import composition_for, constant_dominates, revise_weights
 from activities.llm.offline.reviser import revise

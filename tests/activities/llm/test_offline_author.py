@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from activities.behaviours.metrics import available_metrics
 from activities.envs.catalog import facts
-from activities.judging.metrics import available_metrics
 from activities.llm.offline import OfflineAuthor, match_intent
 from activities.llm.offline.render import num, render_reward
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from activities.behaviours.metrics import available_metrics
 from activities.envs.catalog import ENVS
-from activities.judging.metrics import available_metrics
 from activities.llm.offline import OfflineAuthor
 from activities.llm.offline.author import Authored
 from activities.llm.offline.reader import Parsed, read

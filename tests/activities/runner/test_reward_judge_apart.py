@@ -33,7 +33,7 @@ import numpy as np
 {extra}
 def judge_fn(trajectory):
     draw = float(np.random.random())
-    return {{"score": 0.5, "criteria": {{}}, "failure_tags": [],
+    return {{"score": 0.5, "criteria": {{}}, "measured": {{}}, "failure_tags": [],
             "diagnosis": "draw %r; %s" % (draw, seen)}}
 """
 JUDGE_PLAIN = "seen = 'nothing to look at'\n"

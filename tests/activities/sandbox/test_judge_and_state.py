@@ -35,7 +35,7 @@ def judge_fn(trajectory):
         raise AssertionError("the reward's write reached the env's info")
     if np.max(np.abs(trajectory["qpos"][:, 0])) > 1e3:
         raise AssertionError("the reward's write moved the robot")
-    return {"score": 1.0, "criteria": {}, "diagnosis": "untouched", "failure_tags": []}
+    return {"criteria": {}, "measured": {}, "diagnosis": "untouched", "failure_tags": []}
 """
 
 HOSTILE_JUDGES = [
@@ -44,7 +44,7 @@ HOSTILE_JUDGES = [
     ("def judge_fn(t):\n    while True:\n        pass\n", "ran longer than its 2 s budget"),
     ("def judge_fn(t):\n    t['qpos'][0, 0] = 5.0\n    return {}\n", "read-only"),
     ("def judge_fn(t):\n    return 0.9\n", "must return a dict"),
-    ("def judge_fn(t):\n    return {'score': 2, 'criteria': {}, 'diagnosis': ''}\n",
+    ("def judge_fn(t):\n    return {'score': 2, 'criteria': {}, 'measured': {}, 'diagnosis': ''}\n",
      "must be in [0, 1]"),
     ("import os\ndef judge_fn(t):\n    return {}\n", "import of 'os' is not allowed"),
 ]  # fmt: skip
