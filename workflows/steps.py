@@ -91,7 +91,7 @@ def _still_invalid(
 ) -> ApplicationError:
     if kind == "judge":
         return ApplicationError(
-            f"judge code does not run after {attempt} attempts: {error}",
+            f"judge code is not accepted after {attempt} attempts: {error}",
             type="JudgeInvalid",
             non_retryable=True,
         )
@@ -190,7 +190,9 @@ class Steps:
     async def valid_judge(
         self, judge: JudgeCode, reward_key: str, criteria: list[Criterion]
     ) -> JudgeCode:
-        """Run the judge code on a random episode; on error the LLM fixes it (bounded)."""
+        """Validate the judge code on episodes that must not pass (random, zero actions, a fall,
+        the opposite direction); when it fails one, or its values cannot be trusted, the LLM fixes
+        it (bounded)."""
         fixes = await self._until_valid(
             "judge", self._judge_validator(reward_key, criteria), judge.key, 1, 0, criteria
         )
@@ -213,6 +215,7 @@ class Steps:
                     judge_key=key,
                     reward_key=reward_key,
                     criteria=[c.name for c in criteria],
+                    specs=criteria,
                 ),
             )
 
