@@ -136,9 +136,15 @@ def test_check_reward_reports_term_magnitudes_or_the_reason(tmp_path: Path):
 TALL = [{"name": "tall", "description": "stands tall", "metric": "mean_height", "target": 1.3}]
 
 
-def test_check_judge_runs_a_sessions_validation_accepted_or_sent_back(tmp_path: Path):
+def _tall(tmp_path: Path) -> tuple[str, ...]:
     criteria = tmp_path / "criteria.json"
     criteria.write_text(json.dumps(TALL))
+    return ("--env", "Hopper-v5", "--criteria", str(criteria), "--steps", "200")
+
+
+def test_check_judge_runs_a_sessions_validation_and_accepts_a_judge_that_measures(
+    tmp_path: Path,
+):
     measuring = tmp_path / "judge_fn.py"
     measuring.write_text(
         "import numpy as np\nimport primitives as P\n"
@@ -148,20 +154,23 @@ def test_check_judge_runs_a_sessions_validation_accepted_or_sent_back(tmp_path: 
         "    return {'criteria': {'tall': score}, 'measured': {'tall': h},"
         " 'diagnosis': 'height', 'failure_tags': []}\n"
     )
-    args = ("--env", "Hopper-v5", "--criteria", str(criteria), "--steps", "200")
-    proc = run_cli("check-judge", str(measuring), *args)
+    proc = run_cli("check-judge", str(measuring), *_tall(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "accepted"
     assert "an episode of zero actions for " in proc.stdout and "sandbox layers: " in proc.stdout
-    # Today's lenient judge: it scores random actions 1.0 and reports the target as measured.
+
+
+def test_check_judge_sends_back_a_judge_that_passes_random_actions(tmp_path: Path):
+    # The judge check-judge printed OK for before: it scores random actions 1.0 and reports
+    # the target as measured.
     lenient = tmp_path / "lenient.py"
     lenient.write_text(
         "def judge_fn(t):\n"
         "    return {'score': 1.0, 'criteria': {'tall': 1.0}, 'measured': {'tall': 1.3},"
         " 'diagnosis': 'tall', 'failure_tags': []}\n"
     )
-    proc = run_cli("check-judge", str(lenient), *args)
+    proc = run_cli("check-judge", str(lenient), *_tall(tmp_path))
     assert proc.returncode == 1
     first = proc.stdout.splitlines()[0]
     assert first.startswith("sent back: On an episode of random actions for "), first
