@@ -169,7 +169,7 @@ def test_status_shows_diagnosis_criteria_formula_and_errors_literally():
     text = _printed(lambda c: print_status(c, "s1", None, status, "http://ui", PLANTED["clear"]))
     _literal(text)
     assert "failed: wipe\\x1b[2J" in text
-    assert "    [/]: measured 0.5 against at least 1, score 0.50" in text
+    assert "    [/]: measured 0.5 against at least 1: not met (score 0.50)" in text
     assert "c0 [/] seed 1: return -, score 0.40  <- won" in text
 
 
