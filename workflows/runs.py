@@ -7,26 +7,39 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from workflows.contracts import activities as act
     from workflows.contracts import keys
-    from workflows.contracts.judging import Judgment
-    from workflows.contracts.llm import SynthesisRequest, VlmJudgeRequest
+    from workflows.contracts.judging import Judgment, VisualCriteria
+    from workflows.contracts.llm import SynthesisRequest, SynthesisResult, VlmJudgeRequest
     from workflows.contracts.session import (
         IterationEvidence,
         IterationRecord,
         RunRecord,
         RunResult,
     )
-    from workflows.contracts.training import BatchMemberRef, RewardArtifact, TrainResult
-    from workflows.steps import Steps
-    from workflows.synthesis import disagree, synthesize
+    from workflows.contracts.training import (
+        BatchMemberRef,
+        EvalResult,
+        RewardArtifact,
+        TrainResult,
+    )
+    from workflows.steps import Steps, failure_line
+    from workflows.synthesis import disagree, synthesize, verdicts_conflict, without_video
 
 
 # Several runs of one seed trained in one process (train_batch) instead of one each.
 BATCH_PATCH = "batched-training"
+# The video judge is a witness: its failure (or the synthesizer's) after its retries leaves
+# the run judged by the code judge instead of failing the session. Histories recorded before
+# failed there, and still do (the marker is only asked for on that failure).
+WITNESS_FALLBACK_PATCH = "video-judge-outage-falls-back"
+# A visual criterion not met where the code judge passed goes to the synthesizer, and the
+# pass stands only when it trusts the trajectory (workflows/synthesis.py). Histories recorded
+# before kept the code judge's verdict without asking (the marker is only asked for then).
+VISUAL_VETO_PATCH = "visual-not-met-is-settled"
 
 
 async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> IterationRecord:
@@ -109,6 +122,7 @@ async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> Iterat
         failure_tags=best_judgment.failure_tags,
         code_score=best_judgment.code_score,
         visual_score=best_judgment.visual_score,
+        video_note=best_judgment.video_note,
         best_run=best_run,
         runs=len(runs),
         candidate=candidate,
@@ -237,35 +251,9 @@ async def _evaluate_and_judge(
             await steps.refix_judge(judge, reward.key, error)
     visual = state.visual_criteria
     if visual is not None and evaluated.video_key:
-        seen = await steps.llm(
-            act.VLM_JUDGE,
-            VlmJudgeRequest(
-                session_id=steps.session_id,
-                prompt=steps.inp.prompt,
-                llm_model=steps.inp.llm_model,
-                video_key=evaluated.video_key,
-                criteria=visual.criteria,
-                env_id=steps.inp.env_id,
-            ),
+        judgment = await _witnessed(
+            steps, judgment, visual, evaluated.video_key, evaluated, trained
         )
-        settled = None
-        if disagree(judgment, seen):
-            state.stage("synthesizing")
-            settled = await steps.settle(
-                SynthesisRequest(
-                    session_id=steps.session_id,
-                    prompt=steps.inp.prompt,
-                    env_id=steps.inp.env_id,
-                    llm_model=steps.inp.llm_model,
-                    code=judgment,
-                    visual=seen,
-                    visual_criteria=visual.criteria,
-                    video_key=evaluated.video_key,
-                    trajectory_key=evaluated.trajectory_key,
-                    folder=keys.synthesis_folder(trained.run_prefix),
-                )
-            )
-        judgment = synthesize(judgment, seen, steps.inp.pass_threshold, settled)
     run = RunRecord(
         run_name=run_name,
         seed=seed,
@@ -279,3 +267,61 @@ async def _evaluate_and_judge(
         passed=judgment.passed,
     )
     return run, trained, judgment
+
+
+async def _witnessed(
+    steps: Steps,
+    judgment: Judgment,
+    visual: VisualCriteria,
+    video_key: str,
+    evaluated: EvalResult,
+    trained: TrainResult,
+) -> Judgment:
+    """The code judge's judgment with the video judge's verdicts (told the criteria the code
+    judge measures and their targets), the synthesizer settling a disagreement. A video judge
+    or synthesizer that fails after its retries (an outage, a refusal) costs its say, never
+    the run: the judgment says which was unavailable and why. Cancellation goes through."""
+    state, inp = steps.state, steps.inp
+    try:
+        seen = await steps.llm(
+            act.VLM_JUDGE,
+            VlmJudgeRequest(
+                session_id=steps.session_id,
+                prompt=inp.prompt,
+                llm_model=inp.llm_model,
+                video_key=video_key,
+                criteria=visual.criteria,
+                measured=state.criteria,
+                env_id=inp.env_id,
+            ),
+        )
+    except ActivityError as exc:
+        if is_cancelled_exception(exc) or not workflow.patched(WITNESS_FALLBACK_PATCH):
+            raise
+        return without_video(judgment, f"video judge unavailable: {failure_line(exc)}")
+    # Asked only when the verdicts conflict: histories without a conflict never see it.
+    conflict = verdicts_conflict(judgment, seen) and workflow.patched(VISUAL_VETO_PATCH)
+    settled: SynthesisResult | None = None
+    note = None
+    if disagree(judgment, seen) or conflict:
+        state.stage("synthesizing")
+        try:
+            settled = await steps.settle(
+                SynthesisRequest(
+                    session_id=steps.session_id,
+                    prompt=inp.prompt,
+                    env_id=inp.env_id,
+                    llm_model=inp.llm_model,
+                    code=judgment,
+                    visual=seen,
+                    visual_criteria=visual.criteria,
+                    video_key=video_key,
+                    trajectory_key=evaluated.trajectory_key,
+                    folder=keys.synthesis_folder(trained.run_prefix),
+                )
+            )
+        except ActivityError as exc:
+            if is_cancelled_exception(exc) or not workflow.patched(WITNESS_FALLBACK_PATCH):
+                raise
+            note = f"synthesizer unavailable: {failure_line(exc)}"
+    return synthesize(judgment, seen, inp.pass_threshold, settled, witness=conflict, note=note)

@@ -45,7 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.runs import train_and_judge
     from workflows.state import SessionState
     from workflows.steering import Steering
-    from workflows.steps import SHORT_RETRY, Steps
+    from workflows.steps import SHORT_RETRY, Steps, failure_line
 
 
 # Patches (README, "Deploying a new version"): what changed, for the sessions already running.
@@ -55,17 +55,6 @@ LESSON_PATCH = "record-lesson"
 # The offline author's own judge code, for criteria no built-in metric measures (a pose, a
 # phase of a sequence, a counted jump, a flip).
 OFFLINE_JUDGE_PATCH = "offline-judge-code"
-
-
-def failure_line(exc: BaseException) -> str:
-    """The innermost cause's message, on one line: what failed, not where it surfaced."""
-    while True:
-        inner = getattr(exc, "cause", None) or exc.__cause__
-        if not isinstance(inner, BaseException):
-            break
-        exc = inner
-    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return " ".join(message.split())[:500]
 
 
 def _count_session(outcome: str) -> None:
@@ -244,6 +233,7 @@ class SessionWorkflow:
                         prompt=inp.prompt,
                         llm_model=inp.llm_model,
                         env_id=inp.env_id,
+                        measured=state.criteria,
                     ),
                 )
                 pending.append(visual)

@@ -86,6 +86,17 @@ FAULT_TYPES: dict[Kind, tuple[str, ...]] = {
 MAX_CODE_FAULTS = 4
 
 
+def failure_line(exc: BaseException) -> str:
+    """The innermost cause's message, on one line: what failed, not where it surfaced."""
+    while True:
+        inner = getattr(exc, "cause", None) or exc.__cause__
+        if not isinstance(inner, BaseException):
+            break
+        exc = inner
+    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return " ".join(message.split())[:500]
+
+
 def _still_invalid(
     kind: Kind, iteration: int, attempt: int, error: str, offline: bool
 ) -> ApplicationError:

@@ -77,8 +77,14 @@ def read_judgment(store: ArtifactStore, record: IterationRecord, args: dict[str,
     if not store.exists(key):
         raise ToolError(f"iteration {record.iteration} has no judgment.json")
     j = Judgment.model_validate_json(store.get_text(key))  # as judge_rollout wrote it
-    lines = [heading(f"Iteration {record.iteration}", j.passed, j.score, j.criteria), j.diagnosis]
-    lines += [c.line() for c in j.criteria]
+    # The video judge's verdicts (and the verdict they joined in) are in the record only.
+    visual = [c for c in record.criteria if c.metric == "vlm"]
+    passed = record.passed if visual else j.passed
+    judged = [*j.criteria, *visual]
+    lines = [heading(f"Iteration {record.iteration}", passed, j.score, judged), j.diagnosis]
+    lines += [c.line() for c in judged]
+    if record.video_note:
+        lines.append(record.video_note)
     if j.failure_tags:
         lines.append("Failure tags: " + ", ".join(j.failure_tags))
     if j.checkpoints:

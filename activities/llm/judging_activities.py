@@ -44,14 +44,15 @@ from workflows.contracts.tools import AskVideoRequest, ToolOutcome
 def vlm_criteria(req: VisualCriteriaRequest) -> VisualCriteria:
     """What the video judge looks for, derived from the prompt by the model."""
     llm_only("vlm_criteria", req.llm_model)
-    criteria, call = vlm.visual_criteria(req.prompt, req.llm_model, req.env_id)
+    criteria, call = vlm.visual_criteria(req.prompt, req.llm_model, req.env_id, req.measured)
     return VisualCriteria(criteria=[VisualCriterion(**c) for c in criteria], usage=call)
 
 
 @implements(VLM_JUDGE)
 def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
     """The rollout's video to a vision-language model: the mp4 itself when the model takes
-    video, else at least 16 evenly spaced frames with their times."""
+    video, else at least 16 evenly spaced frames with their times; with the visual criteria
+    it judges and the criteria (and targets) the trajectory judge measures."""
     llm_only("vlm_judge", req.llm_model)
     from activities.llm.providers.registry import make_provider
 
@@ -61,7 +62,13 @@ def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
     media, shown, told = vlm.rollout_media(video, takes_video, req.frames)
     criteria = [c.model_dump() for c in req.criteria]
     verdicts, call = vlm.judge_video(
-        req.prompt, criteria, media, req.llm_model, env_id=req.env_id, told=told
+        req.prompt,
+        criteria,
+        media,
+        req.llm_model,
+        env_id=req.env_id,
+        told=told,
+        measured=req.measured,
     )
     score = sum(v["score"] for v in verdicts) / max(len(verdicts), 1)
     log.info("video judged", shown=shown, score=score)

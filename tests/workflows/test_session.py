@@ -11,9 +11,10 @@ from datetime import timedelta
 import pytest
 from temporalio import activity
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 
 from tests.builders import start_session
 from workflows import search
@@ -96,6 +97,10 @@ class Script:
     # The synthesizer (judges disagree): its tool calls in round 0, then the score it settles.
     synth_tools: list[tuple[str, dict]] = field(default_factory=list)
     settle_score: float | None = None
+    settle_trusted: str = "video"
+    # The video judge / the synthesizer fail for good with this message (an outage, a refusal).
+    vlm_error: str | None = None
+    synth_error: str | None = None
     # The elicitor fails for good with this message (e.g. the LLM worker has no provider key).
     elicit_error: str | None = None
     # Code that passed validation and fails later, until the fixer has repaired it after
@@ -191,6 +196,8 @@ class Script:
         @activity.defn(name="vlm_judge")
         async def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
             script.log("vlm_judge", req)
+            if script.vlm_error:
+                raise ApplicationError(script.vlm_error, type="LLMRefused", non_retryable=True)
             verdict = "met" if script.visual_score == 1.0 else "not_met"
             return VisualJudgment(
                 score=script.visual_score,
@@ -249,6 +256,8 @@ class Script:
         @activity.defn(name="synthesize_judgment")
         async def synthesize_judgment(req: SynthesisRequest) -> SynthesisResult:
             script.log("synthesize_judgment", req)
+            if script.synth_error:
+                raise ApplicationError(script.synth_error, type="LLMAuthError", non_retryable=True)
             usage = script.usage("synthesizer", req.llm_model)
             if req.round == 0 and script.synth_tools:
                 calls = [
@@ -260,7 +269,10 @@ class Script:
                     usage=usage,
                 )  # fmt: skip
             return SynthesisResult(
-                score=script.settle_score, trusted="video", diagnosis="it lies still", usage=usage
+                score=script.settle_score,
+                trusted=script.settle_trusted,
+                diagnosis="it lies still",
+                usage=usage,
             )
 
         @activity.defn(name="ask_video")
@@ -867,6 +879,76 @@ async def test_the_synthesizer_settles_a_disagreement_with_tools(temporal_env, q
     assert "the synthesizer trusted video: it lies still" in record.diagnosis
     # elicit, author, judge author, visual criteria, review, video, 2 syntheses, 1 question
     assert result.llm_usage.calls == 9
+
+
+async def test_the_video_judge_is_told_the_criteria_and_its_no_withholds_a_pass(
+    temporal_env, queue_prefix
+):
+    # The code judge passes (0.9); the video says the visual criterion is not met; the
+    # synthesizer, having looked, trusts the video: the pass is withheld.
+    script = Script(scores=[0.9], visual_score=0.0, settle_score=0.7)
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=1, llm_model="gemini-2.5-pro"
+    )
+    (asked,) = script.calls["vlm_judge"]
+    assert asked.measured == CRITERIA  # the elicited criteria, with their targets
+    assert script.calls["vlm_criteria"][0].measured == CRITERIA
+    (record,) = result.iterations
+    assert not record.passed and record.score == pytest.approx(0.7)  # as it settled
+    assert {"judges_disagree", "trusted_video", "visual_moves"} <= set(record.failure_tags)
+    assert [c.line() for c in record.criteria if c.metric == "vlm"] == [
+        "- visual:moves: the video judge says not met: seen"
+    ]
+    assert record.video_note is None
+    await replays(temporal_env, result.session_id)
+
+
+async def replays(env: WorkflowEnvironment, workflow_id: str) -> None:
+    """The session's own history replays against the code (its patch markers included)."""
+    history = await env.client.get_workflow_handle(workflow_id).fetch_history()
+    replayer = Replayer(workflows=[SessionWorkflow], data_converter=pydantic_data_converter)
+    await replayer.replay_workflow(history)
+
+
+async def test_the_synthesizer_trusting_the_trajectory_lets_the_pass_stand(
+    temporal_env, queue_prefix
+):
+    script = Script(scores=[0.9], visual_score=0.0, settle_score=0.8, settle_trusted="trajectory")
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=1, llm_model="gemini-2.5-pro"
+    )
+    assert result.passed and result.iterations[0].score == pytest.approx(0.8)
+
+
+async def test_a_video_judge_outage_leaves_the_run_judged_by_the_code_judge(
+    temporal_env, queue_prefix
+):
+    script = Script(scores=[0.9], vlm_error="the model refused to watch the video")
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=1, llm_model="gemini-2.5-pro"
+    )
+    # The trained run is kept and the code judge's verdict stands, saying why it stood alone.
+    assert result.passed and result.status == "passed"
+    (record,) = result.iterations
+    assert record.score == 0.9 and record.visual_score is None
+    assert record.video_note == "video judge unavailable: the model refused to watch the video"
+    assert "Video judge unavailable: the model refused to watch the video." in record.diagnosis
+    assert "video_judge_unavailable" in record.failure_tags
+    assert not script.calls.get("synthesize_judgment")
+    await replays(temporal_env, result.session_id)
+
+
+async def test_a_synthesizer_outage_keeps_the_run_and_fails_closed(temporal_env, queue_prefix):
+    script = Script(scores=[0.9], visual_score=0.0, synth_error="invalid x-api-key")
+    result = await run_session(
+        temporal_env, queue_prefix, script, max_iterations=1, llm_model="gemini-2.5-pro"
+    )
+    assert result.status == "not_passed" and result.best is not None
+    (record,) = result.iterations
+    # The video judge says no and nothing settled it: not passed, and it says why.
+    assert not record.passed and record.video_note == "synthesizer unavailable: invalid x-api-key"
+    assert "Not passed: nothing settled" in record.diagnosis
+    await replays(temporal_env, result.session_id)
 
 
 async def test_long_sessions_continue_as_new_between_iterations(temporal_env, queue_prefix):

@@ -120,6 +120,9 @@ class Judgment(Contract):
     checkpoints: dict[str, float] = Field(default_factory=dict)
     # At each checkpoint, the mean measured value per criterion over its episodes.
     checkpoint_measured: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # "video judge unavailable: <why>" (its call failed after its retries: the code judge's
+    # verdict stands alone), or "synthesizer unavailable: <why>"; None when all answered.
+    video_note: str | None = None
 
 
 # --- the video judge --------------------------------------------------------------------------

@@ -122,13 +122,21 @@ class VisualCriteriaRequest(PromptContext):
 
     # The robot and camera the criteria are written for ("": unknown, as in older histories).
     env_id: str = ""
+    # The session's elicited criteria, which the trajectory judge measures ([]: not told, as
+    # in older histories): the visual criteria look for what those numbers cannot show.
+    measured: list[Criterion] = Field(default_factory=list)
 
 
 class VlmJudgeRequest(PromptContext):
-    """What vlm_judge takes: the rollout's video and the visual criteria to judge it by."""
+    """What vlm_judge takes: the rollout's video, the visual criteria to judge it by, and the
+    criteria the trajectory judge measures (with their targets), which what it sees should be
+    consistent with."""
 
     video_key: str
     criteria: list[VisualCriterion]
+    # The session's elicited criteria: comparison, target, tolerance and unit ([]: not told,
+    # as in histories recorded before).
+    measured: list[Criterion] = Field(default_factory=list)
     # For models that take images but not video: a floor; they see at least 16, about one a
     # second of the episode (activities/llm/frames.py).
     frames: int = 8
@@ -156,6 +164,9 @@ class SynthesisResult(Contract):
 
     done: bool = True
     score: float | None = None  # the settled intent score (kept between the two judges')
+    # When the judges disagree on the verdict (every criterion measured met, a visual one not
+    # met): "trajectory" lets the pass stand, "video" withholds it, "both" settles nothing
+    # and the rollout does not pass (workflows/synthesis.py).
     trusted: Literal["trajectory", "video", "both"] = "both"
     diagnosis: str = ""
     tool_calls: list[ToolCallRef] = Field(default_factory=list)

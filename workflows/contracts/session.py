@@ -224,6 +224,9 @@ class IterationRecord(Contract):
     # The judges behind `score`: the code judge's and the video judge's (None: not used).
     code_score: float | None = None
     visual_score: float | None = None
+    # "video judge unavailable: <why>" when the best run was judged without the video judge
+    # (or "synthesizer unavailable: <why>"); None when every judge answered or none was used.
+    video_note: str | None = None
     best_run: RunRecord
     runs: int = 1
     changes: str | None = None  # what the reviser changed to produce this iteration's reward

@@ -12,6 +12,7 @@ from activities.llm.agents.tool_specs import SYNTHESIZER_TOOLS
 from activities.llm.providers.base import Message, ToolSpec
 from workflows.contracts.llm import SynthesisRequest
 from workflows.contracts.tools import SYNTH_TOOL_ROUNDS
+from workflows.synthesis import verdicts_conflict
 
 # Which judge the synthesizer sided with (SynthesisResult.trusted).
 Trusted = Literal["trajectory", "video", "both"]
@@ -53,7 +54,22 @@ def opening(req: SynthesisRequest, episode_s: float | None = None) -> str:
         f"# Environment\n\n{req.env_id}.{length}",
         judgment_text(req.code, "Trajectory judge"),
         "\n".join(visual),
+        _verdict_at_stake(req),
         tool_budget_note(0, SYNTH_TOOL_ROUNDS),
+    )
+
+
+def _verdict_at_stake(req: SynthesisRequest) -> str:
+    """What rides on the answer when the judges disagree on the verdict ("" when they only
+    disagree on the score)."""
+    if not verdicts_conflict(req.code, req.visual):
+        return ""
+    unmet = ", ".join(f"`{v.name}`" for v in req.visual.verdicts if v.verdict == "not_met")
+    return (
+        "# The verdict is at stake\n\n"
+        f"Every measured criterion is met, but the video judge says {unmet} not met. Trust "
+        "`trajectory` and the rollout passes; trust `video` and it does not; `both` settles "
+        "nothing, and it does not pass."
     )
 
 

@@ -8,6 +8,7 @@ moves (it follows the body: forward motion shows as the floor sliding by).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
@@ -16,7 +17,9 @@ from activities.llm.agents.common import answer_text, ask, render_prompt
 from activities.llm.agents.context import intent_text, join
 from activities.llm.frames import timed_frames, video_length
 from activities.llm.providers.base import Media, ToolSpec
+from workflows.contracts.judging import Criterion
 from workflows.contracts.usage import LLMCall
+from workflows.verdict import target_text
 
 VERDICT_SCORES = {"met": 1.0, "partly": 0.5, "not_met": 0.0}
 
@@ -145,6 +148,29 @@ def scene_text(env_id: str) -> str:
     )
 
 
+def measured_text(criteria: Sequence[Criterion]) -> str:
+    """The criteria the trajectory judge measures, each with its comparison, target (and
+    tolerance) and unit, for the video judge and its planner ("" when not told)."""
+    if not criteria:
+        return ""
+    lines = [
+        "# What the trajectory judge measures",
+        "",
+        "Another judge measures these criteria exactly on the episode's recorded states, each "
+        "against its target; you do not score them.",
+        "",
+    ]
+    for c in criteria:
+        what = (c.measure or c.metric or "").strip().rstrip(".")
+        most = " (as much as possible: the target is the least that passes)" if c.maximise else ""
+        lines.append(
+            f"- `{c.name}`: {c.description.strip()}"
+            + (f" Measured: {what}." if what else "")
+            + f" Target: {target_text(c)}{most}."
+        )
+    return "\n".join(lines)
+
+
 def rollout_media(
     video: bytes, takes_video: bool, frames: int = 0
 ) -> tuple[tuple[Media, ...], str, str]:
@@ -170,15 +196,15 @@ def rollout_media(
 
 
 def visual_criteria(
-    prompt: str, model: str, env_id: str = ""
+    prompt: str, model: str, env_id: str = "", measured: Sequence[Criterion] = ()
 ) -> tuple[list[dict[str, str]], LLMCall]:
     """Two to five things to look for in a rollout video, from the prompt and (when given) the
-    robot and the camera that films it."""
+    robot and the camera that films it, and the criteria the trajectory judge measures."""
     answer = ask(
         "vlm_criteria",
         model,
         system=render_prompt("vlm_criteria"),
-        user=join(intent_text(prompt), scene_text(env_id)),
+        user=join(intent_text(prompt), scene_text(env_id), measured_text(measured)),
         tool=SUBMIT_VISUAL_CRITERIA,
     )
     raw = answer.arguments.get("criteria")
@@ -194,9 +220,12 @@ def judge_video(
     model: str,
     env_id: str = "",
     told: str = "",
+    measured: Sequence[Criterion] = (),
 ) -> tuple[list[dict[str, Any]], LLMCall]:
     """[{name, verdict, score, reason}] for every criterion (a missing one is 'not_met').
-    `told`: what the model is shown and when (from `rollout_media`)."""
+    `told`: what the model is shown and when (from `rollout_media`); `measured`: the
+    criteria the trajectory judge measures, with their targets, which what the model sees
+    should be consistent with."""
     listed = "\n".join(f"- `{c['name']}`: {c['look_for']}" for c in criteria)
     if not told:
         shown = "a video" if media and media[0].kind == "video" else f"{len(media)} frames"
@@ -205,7 +234,13 @@ def judge_video(
         "vlm_judge",
         model,
         system=render_prompt("vlm_judge"),
-        user=join(intent_text(prompt), scene_text(env_id), f"# Visual criteria\n\n{listed}", told),
+        user=join(
+            intent_text(prompt),
+            scene_text(env_id),
+            measured_text(measured),
+            f"# Visual criteria (yours to judge)\n\n{listed}",
+            told,
+        ),
         tool=SUBMIT_VISUAL_JUDGMENT,
         media=media,
     )

@@ -82,6 +82,20 @@ def _scalars(rows: int, scale: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+VISUAL = CriterionScore(
+    name="visual:upright",
+    metric="vlm",
+    value=1.0,
+    target=1.0,
+    direction="at_least",
+    score=1.0,
+    measured=False,
+    met=True,
+    verdict="met",
+    reason="the back stays on top",
+)
+
+
 class Session:
     """A session with two judged iterations in S3; iteration 2's judge never wrote its file."""
 
@@ -150,6 +164,8 @@ class Session:
             diagnosis="too slow",
             failure_tags=["too_slow"],
             best_run=run,
+            # The video judge's verdict joins the record's criteria (workflows/synthesis.py).
+            criteria=[VISUAL] if n == 1 else [],
         )
 
     def run(self, name: str, **arguments: object) -> tuple[ToolOutcome, str]:
@@ -213,6 +229,8 @@ def test_read_judgment_lists_criteria_and_checkpoint_scores(session: Session):
     assert "mean forward velocity 1.20 m/s against a target of 3.00" in lines
     assert "- forward_speed: measured 1.2 against at least 3: not met (score 0.40)" in lines
     assert "- calm_actions: measured 0.3 against at most 0.5: met" in lines
+    # The video judge's verdict, from the record: a verdict, never a measurement.
+    assert "- visual:upright: the video judge says met: the back stays on top" in lines
     assert "Failure tags: too_slow" in lines
     assert "Score at % of training: 25%: 0.12, 50%: 0.21, 100%: 0.35" in lines
 

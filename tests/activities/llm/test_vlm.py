@@ -19,7 +19,7 @@ from activities.llm.judging_activities import vlm_criteria, vlm_judge
 from activities.training.rollout import Mp4Writer
 from activities.training.sim import TRACKING_CAMERA
 from tests.fakes.llm_server import FakeLLMServer, Tools
-from workflows.contracts.judging import VisualCriterion
+from workflows.contracts.judging import Criterion, VisualCriterion
 from workflows.contracts.llm import VisualCriteriaRequest, VlmJudgeRequest
 
 CRITERIA = [
@@ -133,3 +133,50 @@ def test_visual_criteria_from_the_intent_and_the_robot(fake):
     user = fake.requests_for("anthropic")[0].prompt().user
     assert "run forward" in user and "one-legged hopper" in user
     assert "floor sliding past" in user and "+x (forward) is to the right" in user
+
+
+MEASURED = [
+    Criterion(
+        name="speed",
+        description="It runs forward.",
+        measure="mean forward velocity of the torso",
+        target=2.0,
+        direction="near",
+        tolerance=0.2,
+        unit="m/s",
+    ),
+    Criterion(name="height", description="It stays up.", metric="min_torso_z", target=0.4),
+]
+
+
+def test_the_video_judge_is_told_what_the_trajectory_judge_measures(s3, fake, tmp_path):
+    key = ArtifactStore().put_bytes("sessions/v/iter_1/r/videos/eval.mp4", video(tmp_path))
+    fake.push("anthropic", Tools([("submit_visual_judgment", VERDICTS)]))
+    req = VlmJudgeRequest(
+        session_id="v", prompt="run forward", llm_model="claude-sonnet-4-6", video_key=key,
+        criteria=CRITERIA, measured=MEASURED, env_id="HalfCheetah-v5",
+    )  # fmt: skip
+    ActivityEnvironment().run(vlm_judge, req)
+    text = fake.requests_for("anthropic")[0].body["messages"][0]["content"][-1]["text"]
+    # Each measured criterion with its comparison, target, tolerance and unit, beside (and
+    # before) the visual criteria the video judge gives verdicts on.
+    measured = text.index("# What the trajectory judge measures")
+    assert measured < text.index("# Visual criteria (yours to judge)")
+    assert "- `speed`: It runs forward. Measured: mean forward velocity of the torso." in text
+    assert "Target: near 2.00 m/s ± 0.20 m/s." in text
+    assert "- `height`: It stays up. Measured: min_torso_z. Target: at least 0.40." in text
+    assert "`runs_forward`: the body moves to the right" in text
+    system = fake.requests_for("anthropic")[0].prompt().system
+    assert "consistent with them" in system
+
+
+def test_visual_criteria_are_written_beside_the_measured_ones(fake):
+    items = [{"name": "moves", "look_for": "x"}, {"name": "upright", "look_for": "y"}]
+    fake.push("anthropic", Tools([("submit_visual_criteria", {"criteria": items})]))
+    req = VisualCriteriaRequest(
+        session_id="v", prompt="run forward", llm_model="claude-sonnet-4-6", env_id="Hopper-v5",
+        measured=MEASURED,
+    )  # fmt: skip
+    ActivityEnvironment().run(vlm_criteria, req)
+    user = fake.requests_for("anthropic")[0].prompt().user
+    assert "# What the trajectory judge measures" in user and "near 2.00 m/s ± 0.20" in user
