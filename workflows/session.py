@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.state import SessionState
     from workflows.steering import Steering
     from workflows.steps import SHORT_RETRY, Steps, failure_line
+    from workflows.verdict import record_verdict
 
 
 # Patches (README, "Deploying a new version"): what changed, for the sessions already running.
@@ -372,6 +373,7 @@ class SessionWorkflow:
             iterations=list(state.records),
             best_score=best.score,
             best_iteration=best.iteration,
+            verdict=record_verdict(best),
         )
         workflow.logger.info(
             "iteration judged",
@@ -465,6 +467,7 @@ class SessionWorkflow:
             best=best,
             iterations=records,
             criteria=state.status.criteria,
+            verdict=record_verdict(best) if best else "",
             llm_usage=state.accounting.session,
             training_seconds=round(state.accounting.training_seconds, 2),
             note=note,

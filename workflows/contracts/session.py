@@ -64,6 +64,8 @@ class SessionInput(UserInput):
     env_id: str
     total_timesteps: int = 200_000
     max_iterations: int = 3
+    # Kept so that older requests still validate: the verdict is every criterion met
+    # (workflows/verdict.py), whatever the score.
     pass_threshold: float = 0.8
     # A PPO run stops once an evaluation checkpoint passes the judge, but not before this
     # share of its steps (1.0: always train the whole budget).
@@ -280,6 +282,9 @@ class SessionStatus(Contract):
     best_iteration: int | None
     iterations: list[IterationRecord] = Field(default_factory=list)
     criteria: list[Criterion] = Field(default_factory=list)
+    # The best iteration's verdict in words: "passed", or "not passed: forward speed 1.74
+    # m/s, target at least 2.00 m/s" ("" before the first judgment).
+    verdict: str = ""
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
     training_seconds: float = 0.0
     note: str | None = None  # e.g. which budget ran out
@@ -331,6 +336,7 @@ class SessionResult(Contract):
     best: IterationRecord | None
     iterations: list[IterationRecord]
     criteria: list[Criterion] = Field(default_factory=list)
+    verdict: str = ""  # the best iteration's, in words (see SessionStatus.verdict)
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
     training_seconds: float = 0.0
     note: str | None = None
