@@ -111,10 +111,17 @@ class Service:
     log_path: Path
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self.process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
+        self.terminate()
+        self.wait_stopped(timeout)
+
+    def terminate(self) -> None:
+        """Ask the service to stop (SIGTERM to its process group)."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+
+    def wait_stopped(self, timeout: float = 10.0) -> None:
+        """Wait for it to stop; killed when it takes longer than `timeout`."""
         try:
             self.process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -334,8 +341,11 @@ def embedded_services(
             _wait_bucket(services[-1], bucket)
         yield Endpoints(address, endpoint, ui_url)
     finally:
+        # All at once: each takes a second or more to shut down cleanly.
         for service in reversed(services):
-            service.stop()
+            service.terminate()
+        for service in reversed(services):
+            service.wait_stopped()
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
