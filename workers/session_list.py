@@ -69,7 +69,7 @@ def cmd_sessions(args: argparse.Namespace) -> None:
         say(console, "no sessions" + (" match" if args.env_id or args.stage else " yet"))
         return
     table = Table(show_lines=False, box=None, pad_edge=False)
-    for col in ("session", "stage", "iter", "verdict", "env", "prompt"):
+    for col in ("session", "stage", "iter", "passed", "env", "prompt"):
         table.add_column(col, overflow="fold")
     for row in rows:
         best = row["best_score"]
@@ -78,7 +78,7 @@ def cmd_sessions(args: argparse.Namespace) -> None:
             literal(_stage(row)),
             "-" if row["iteration"] is None else str(row["iteration"]),
             # The verdict first: a best score alone reads like a pass when it is high.
-            "-" if best is None else ("passed" if row["passed"] else "not passed") + f" {best:.2f}",
+            "-" if best is None else ("yes" if row["passed"] else "no") + f" {best:.2f}",
             literal(row["env_id"] or "-"),
             literal(row["prompt"] or "", 60),
         )

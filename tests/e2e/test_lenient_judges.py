@@ -75,7 +75,14 @@ def _text(content: Any) -> str:
     return " ".join(block.get("text", "") for block in content if isinstance(block, dict))
 
 
-@pytest.mark.parametrize("kind", list(CASES))
+# One class in the fast tier (a real session each, 15-20 s here); the others in the whole suite.
+@pytest.mark.parametrize(
+    "kind",
+    [
+        kind if kind == "passes_long_episodes" else pytest.param(kind, marks=pytest.mark.slow)
+        for kind in CASES
+    ],
+)
 async def test_a_lenient_judge_is_sent_back_at_validation_with_the_reason(
     kind: str, temporal_env, s3, queue_prefix, monkeypatch
 ):

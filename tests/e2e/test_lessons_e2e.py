@@ -20,7 +20,9 @@ pytestmark = pytest.mark.slow
 async def test_a_second_session_starts_from_the_first_sessions_lesson(
     temporal_env, s3, queue_prefix
 ):
-    prompt, env_id = "hop in place", "Hopper-v5"
+    # A behaviour a few thousand steps reach for real (the verdict is every criterion met): a
+    # cheetah that comes to rest upright.
+    prompt, env_id = "stay still", "HalfCheetah-v5"
     store = ArtifactStore()
     store.ensure_bucket()
     key = lesson_key(env_id, lessons.behaviour_key(prompt))
@@ -30,9 +32,6 @@ async def test_a_second_session_starts_from_the_first_sessions_lesson(
         prompt=prompt,
         env_id=env_id,
         max_iterations=2,
-        # A few thousand steps cannot hop; a low bar lets the first session pass so that its
-        # weights and budget become the lesson.
-        pass_threshold=0.02,
         eval_max_steps=40,
         # Every step of the budget: the lesson carries the budget the runs trained.
         min_training_share=1.0,
