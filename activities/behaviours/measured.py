@@ -129,7 +129,9 @@ def judgment_from_code(
         )
     passed = all_met(criteria, scores)
     tags = list(out.get("failure_tags") or [])
-    sentences = [verdict_text(passed, scores).capitalize() + "."]
+    verdict = verdict_text(passed, scores)
+    # Upper-case the first letter only: criterion names and units keep their case (m/s, rad).
+    sentences = [verdict[:1].upper() + verdict[1:] + "."]
     if differ:
         tags.append("judge_disagrees_with_library")
         sentences.append("The library's value was used: " + "; ".join(differ) + ".")
