@@ -19,7 +19,7 @@ import pytest
 
 from tests.builders import FORWARD_REWARD
 from tests.e2e.test_llm_session import llm_session, tools
-from tests.fakes.agents import CRITERIA, JUDGE, agent_of
+from tests.fakes.agents import CRITERIA, JUDGE, agent_asked
 from tests.fakes.judges import FORWARD_CRITERIA, GOOD, LENIENT, LONG_FAKE
 from tests.fakes.llm_server import Reply
 
@@ -33,10 +33,7 @@ class Answers:
         self.fixer_errors: list[str] = []
 
     def __call__(self, provider: str, body: dict[str, Any]) -> Reply:
-        system = body.get("system")
-        if isinstance(system, list):
-            system = " ".join(block.get("text", "") for block in system)
-        agent = agent_of(str(system))
+        agent = agent_asked(body)
         self.agents.append(agent)
         if agent == "elicitor":
             return tools([("submit_criteria", {"criteria": self.criteria})], 900, 200)

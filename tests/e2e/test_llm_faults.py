@@ -17,7 +17,7 @@ from activities.llm.agents.common import PROMPTS
 from activities.training.policy_meta import read_meta
 from tests.builders import FORWARD_REWARD
 from tests.e2e.test_llm_session import llm_session, tools
-from tests.fakes.agents import CRITERIA, JUDGE, agent_of
+from tests.fakes.agents import CRITERIA, JUDGE, agent_asked
 from tests.fakes.llm_server import Reply
 
 SHAPED_REWARD = FORWARD_REWARD + '\nSHAPING = {"max_episode_steps": 200, "init_noise": 0.5}\n'
@@ -41,10 +41,7 @@ class Answers:
         self.agents: list[str] = []
 
     def __call__(self, provider: str, body: dict[str, Any]) -> Reply:
-        system = body.get("system")
-        if isinstance(system, list):
-            system = " ".join(block.get("text", "") for block in system)
-        agent = agent_of(str(system))
+        agent = agent_asked(body)
         self.agents.append(agent)
         if agent == "elicitor":
             return tools([("submit_criteria", {"criteria": self.criteria})], 900, 200)

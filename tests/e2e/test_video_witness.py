@@ -14,7 +14,7 @@ import pytest
 from activities.artifacts import ArtifactStore
 from tests.builders import FORWARD_REWARD
 from tests.e2e.test_llm_session import llm_session, tools
-from tests.fakes.agents import CRITERIA, JUDGE, agent_of
+from tests.fakes.agents import CRITERIA, JUDGE, agent_asked
 from tests.fakes.llm_server import Error, Reply
 
 VISUAL = [
@@ -31,10 +31,7 @@ class Outage:
         self.video_requests: list[dict[str, Any]] = []
 
     def __call__(self, provider: str, body: dict[str, Any]) -> Reply:
-        system = body.get("system")
-        if isinstance(system, list):
-            system = " ".join(block.get("text", "") for block in system)
-        agent = agent_of(str(system))
+        agent = agent_asked(body)
         self.agents.append(agent)
         if agent == "vlm_judge":
             self.video_requests.append(body)

@@ -3,6 +3,8 @@ the trajectory judge, and which agent a request is for (read from its system pro
 
 from __future__ import annotations
 
+from typing import Any
+
 CRITERIA = [
     {
         "name": "stays_up",
@@ -75,3 +77,11 @@ AGENTS = {
 def agent_of(system: str) -> str:
     first = system.strip().splitlines()[0]
     return next(name for key, name in AGENTS.items() if f"policyforge's {key}" in first)
+
+
+def agent_asked(body: dict[str, Any]) -> str:
+    """Which agent an Anthropic request body is from (its system prompt, text or blocks)."""
+    system = body.get("system")
+    if isinstance(system, list):
+        system = " ".join(block.get("text", "") for block in system)
+    return agent_of(str(system))
