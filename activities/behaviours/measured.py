@@ -54,6 +54,21 @@ def library_values(
     return out
 
 
+def verdict_on(
+    answer: dict[str, Any],
+    criteria: list[Criterion],
+    episode: bytes | str | Path | dict[str, np.ndarray],
+    env_id: str,
+) -> Judgment:
+    """The verdict on a judge code's checked answer for one episode, cross-checked by the
+    library on that episode (an episode the library cannot read: the judge's values alone)."""
+    try:
+        library = library_values(episode, env_id, criteria)
+    except ValueError:
+        library = {}
+    return judgment_from_code(answer, criteria, library)
+
+
 def checked(c: Criterion, env_id: str) -> Criterion:
     """A criterion as data a verdict can be computed from on this env: its metric one the
     library computes here, with the metric's unit, and a `near` one with a positive tolerance;

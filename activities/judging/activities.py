@@ -17,7 +17,7 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
-from activities.behaviours.measured import judgment_from_code, library_values
+from activities.behaviours.measured import verdict_on
 from activities.judging.code_judge import judge_trajectory
 from activities.judging.job import JUDGE
 from activities.judging.session_tools import session_tool
@@ -174,20 +174,17 @@ async def _judge_with_code(
                 type="JudgeCodeFailed",
                 non_retryable=exc.reward_fault,
             ) from None
-    judgment = judgment_from_code(result["judgment"], req.criteria, _library(npz, req))
-    judged = [
-        _scored(judgment_from_code(j, req.criteria, _library(data, req)))
-        for j, data in zip(result.get("extra", []), extra_bytes, strict=True)
-    ]
-    return judgment, judged
 
+    def verdicts() -> tuple[Judgment, list[Judged]]:
+        answers = [result["judgment"], *result.get("extra", [])]
+        judged = [
+            verdict_on(a, req.criteria, data, req.env_id)
+            for a, data in zip(answers, [npz, *extra_bytes], strict=True)
+        ]
+        return judged[0], [_scored(j) for j in judged[1:]]
 
-def _library(npz: bytes, req: JudgeRequest) -> dict[str, float]:
-    """The behaviour library's values of the criteria that name one of its metrics."""
-    try:
-        return library_values(npz, req.env_id, req.criteria)
-    except ValueError:  # an unreadable trajectory: the judge code's own reading decides
-        return {}
+    # The library measures every episode again: off the event loop.
+    return await asyncio.to_thread(verdicts)
 
 
 def _scored(j: Judgment) -> Judged:

@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path, PurePosixPath
 
 from activities.artifacts import ArtifactStore
-from activities.behaviours.measured import judgment_from_code, library_values
+from activities.behaviours.measured import verdict_on
 from activities.judging.code_judge import judge_trajectory
 from activities.judging.job import JUDGE
 from activities.runner.protocol import ChildRequest
@@ -47,7 +47,7 @@ async def score_checkpoint(
 
     def verdicts() -> list[Judgment]:
         return [
-            judgment_from_code(a, rule.criteria, library_values(p, env_id, rule.criteria))
+            verdict_on(a, rule.criteria, str(p), env_id)
             for a, p in zip(answers, episodes, strict=True)
         ]
 
