@@ -215,7 +215,12 @@ def revise_weights(req: ReviseRequest) -> tuple[dict[str, float], str]:
                 )
                 break
     if not sentence:
-        failing = sorted((c for c in req.judgment.criteria if c.score < 1.0), key=lambda c: c.score)
+        # Unmet criteria first (the verdict's own), then the lowest progress: a criterion met
+        # with partial credit is not what holds the verdict back.
+        failing = sorted(
+            (c for c in req.judgment.criteria if c.score < 1.0 or c.met is False),
+            key=lambda c: (c.met is not False, c.score),
+        )
         for c in failing:
             serving = [n for n in comp.serves.get(c.name, ()) if n in roles]
             raised = [n for n in serving if roles[n] != BONUS]

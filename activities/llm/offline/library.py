@@ -196,8 +196,12 @@ def crit(
     weight: float = 1.0,
     maximise: bool = False,
 ) -> Criterion:
-    """A Criterion with its target and tolerance rounded, as the templates declare them."""
+    """A Criterion with its target and tolerance rounded, as the templates declare them, in
+    its library metric's unit (so that every verdict reads '3.95 m/s', not '3.95')."""
+    from activities.behaviours.metrics import METRICS
+
     return Criterion(
+        unit=METRICS[metric].unit if metric in METRICS else "",
         maximise=maximise,
         name=name,
         description=description,

@@ -157,11 +157,13 @@ def _head(env: str, down: bool) -> list[PoseTerm]:
     _parts(env, "head")
     low, high = HEAD[env]
     head = "P.part_height(ENV, {s}, 'head')"
+    # The reward pays in full 5 cm inside the criterion's bound, like every other pose here:
+    # bounded at the target itself, the trade-off with speed settles just outside it.
     if down:
         return [
             PoseTerm(
-                f"P.tolerance({head.format(s='info')}, -P.INF, {low:g}, margin=0.2)",
-                f"head below {low:g} m",
+                f"P.tolerance({head.format(s='info')}, -P.INF, {low - 0.05:g}, margin=0.2)",
+                f"head below {low - 0.05:g} m",
                 f"head at most {low:g} m up over the second half",
                 head.format(s="t"),
                 low,
@@ -173,8 +175,8 @@ def _head(env: str, down: bool) -> list[PoseTerm]:
         ]
     return [
         PoseTerm(
-            f"P.tolerance({head.format(s='info')}, {high:g}, P.INF, margin=0.2)",
-            f"head above {high:g} m",
+            f"P.tolerance({head.format(s='info')}, {high + 0.05:g}, P.INF, margin=0.2)",
+            f"head above {high + 0.05:g} m",
             f"head at least {high:g} m up over the second half",
             head.format(s="t"),
             high,

@@ -103,8 +103,12 @@ def _reward_change(req: ReviseRequest, spec: TemplateSpec, params: dict[str, flo
 
     changed = [ch for t in spec.task_terms if (ch := _rescale(params, spec.weight_param(t), 1.5))]
     if changed:
-        failing = [c.name for c in req.judgment.criteria if c.score < 1.0]
-        why = f"criteria not met ({', '.join(failing)})" if failing else "score below threshold"
+        failing = [
+            c.name
+            for c in req.judgment.criteria
+            if c.met is False or (c.met is None and c.score < 1.0)
+        ]
+        why = f"criteria not met ({', '.join(failing)})" if failing else "the rollout did not pass"
         return f"No penalty dominated but {why}: raised the task weight {'; '.join(changed)}."
     return ""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.behaviours.metrics import available_metrics
+from activities.behaviours.metrics import METRICS, available_metrics
 from activities.envs.catalog import facts
 from activities.llm.offline import OfflineAuthor, match_intent
 from activities.llm.offline.render import num, render_reward
@@ -67,6 +67,9 @@ def test_every_dev_intent_is_matched_or_refused(env_id: str, intent: str, catego
         # A criterion without a built-in metric is measured by the author's judge code.
         assert c.metric in supported or (c.metric is None and authored.judge), c
         assert c.weight > 0
+        # Every verdict reads in the measure's unit ("3.95 m/s at least 2 m/s").
+        if c.metric is not None:
+            assert c.unit == METRICS[c.metric].unit, c
 
 
 def _assert_refusal(err: ApplicationError, intent: str, env_id: str) -> None:

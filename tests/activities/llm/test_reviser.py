@@ -44,7 +44,7 @@ def _request(
             criteria=[
                 CriterionScore(
                     name=c.name,
-                    metric=c.metric,
+                    metric=c.metric or "judge_fn",
                     value=0.0,
                     target=c.target,
                     direction=c.direction,
@@ -142,3 +142,20 @@ def test_revising_a_non_template_reward_is_refused():
     req = req.model_copy(update={"reward": req.reward.model_copy(update={"template": None})})
     with pytest.raises(ValueError, match="only re-render template rewards"):
         revise(req)
+
+
+def test_a_composed_reward_raises_the_term_of_the_criterion_the_verdict_misses():
+    # The head is 4 cm too high (not met, yet 0.98 of the way); uprightness is met with a
+    # lower progress score. The verdict waits on the head, so the head's term is raised.
+    prompt = "run forward with its head lowered"
+    req = _request(prompt, "HalfCheetah-v5", {"velocity": 1.0, "head_down": 0.4})
+    measured = {"moves_forward": (3.9, 1.0, True), "head_down": (0.49, 0.98, False)}
+    measured["stays_upright"] = (0.85, 0.9, True)
+    scores = [
+        s.model_copy(update=dict(zip(("value", "score", "met"), measured[s.name], strict=True)))
+        for s in req.judgment.criteria
+    ]
+    req = req.model_copy(update={"judgment": req.judgment.model_copy(update={"criteria": scores})})
+    out = revise(req)
+    assert "Criterion head_down" in out.changes, out.changes
+    assert out.reward.params["head_down_weight"] > 0.5
