@@ -181,15 +181,19 @@ def _session_args(p: argparse.ArgumentParser) -> None:
 
 def _session_options(p: argparse.ArgumentParser) -> None:
     """The options of a session (`run`), which `bench` applies to every case."""
-    p.add_argument("--timesteps", type=int, default=None, help="training budget per iteration")
+    p.add_argument(
+        "--timesteps",
+        type=int,
+        default=None,
+        help="training steps per run of the first iteration (default: the body's budget)",
+    )
     p.add_argument("--max-iterations", type=int, default=None)
     p.add_argument("--seeds", type=int, default=None, help="training runs per iteration")
     p.add_argument(
-        "--min-training-share",
-        type=float,
+        "--min-training-steps",
+        type=int,
         default=None,
-        help="a PPO run stops once a checkpoint passes, after this share of its steps "
-        "(default 0.25; 1 trains every step)",
+        help="a PPO run stops once a checkpoint passes, from this many steps on (default 50000)",
     )
     p.add_argument("--llm", dest="llm_model", default=None, help="model name, or 'offline'")
     p.add_argument("--candidates", type=int, default=None, help="reward candidates per iteration")
@@ -242,7 +246,7 @@ def _session_options(p: argparse.ArgumentParser) -> None:
 SESSION_FIELDS = (
     "max_iterations",
     "seeds",
-    "min_training_share",
+    "min_training_steps",
     "eval_max_steps",
     "candidates",
     "configs",

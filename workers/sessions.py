@@ -98,6 +98,7 @@ async def start_and_follow(
     wid = handle.id
     ui_link = settings.ui_link(wid, client.namespace)
     say(console, f"session {shown(wid)} started  ({ui_link})")
+    say(console, f"  budget: {budget_line(data)}")
     say(console, f"  dashboard: {settings.dashboard_link(wid)}")
     if detach:
         console.print(f"follow it with: policyforge status {wid}")
@@ -112,6 +113,19 @@ async def start_and_follow(
     dashboard = settings.dashboard_link(wid)
     print_result(result, console, as_json=as_json, ui_link=ui_link, dashboard_link=dashboard)
     return result
+
+
+def budget_line(data: dict[str, Any]) -> str:
+    """'1,000,000 steps per run (Walker2d-v5's budget), stopping from 50,000 once a checkpoint
+    passes': what the first iteration may train."""
+    from workflows.contracts.session import SessionInput
+
+    inp = SessionInput.model_validate(data)
+    whose = "as asked" if data.get("total_timesteps") else f"{inp.env_id}'s budget"
+    return (
+        f"{inp.total_timesteps:,} steps per run ({whose}), stopping from "
+        f"{inp.min_training_steps:,} once a checkpoint passes"
+    )
 
 
 async def show_status(session_id: str, as_json: bool) -> None:

@@ -562,7 +562,7 @@ class Steps:
     def _stop_at_pass(self) -> StopAtPass | None:
         """How a run may stop before its budget: its checkpoints judged as the session judges
         (None when the session trains every step)."""
-        share = self.inp.min_training_share
+        share = self.inp.min_training_share or 0.0
         if share >= 1.0 or not self.state.criteria:
             return None
         return StopAtPass(
@@ -570,6 +570,7 @@ class Steps:
             pass_threshold=self.inp.pass_threshold,
             judge_key=self.state.judge.key if self.state.judge else None,
             min_share=share,
+            min_steps=self.inp.min_training_steps,
         )
 
     async def train_batch(

@@ -136,6 +136,9 @@ class ChildRequest(BaseModel):
     # Evaluation checkpoints at 25/50/75/100%: episodes each (0: none); their length cap is
     # max_steps below.
     eval_checkpoint_episodes: int = 0
+    # Also keep checkpoints at this many steps, twice and four times that ... before 25%
+    # (0: none): where a run may stop at pass (eval_checkpoints.checkpoint_fractions).
+    early_eval_steps: int = 0
     # Hand each evaluation checkpoint's policy to the evaluator beside training (the
     # evaluate_beside mode) instead of playing it in the training child.
     eval_handoff: bool = False

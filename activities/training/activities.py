@@ -310,6 +310,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         checkpoint_every=checkpoint_every(req.timesteps),
         ppo=_config_overrides(req),
         eval_checkpoint_episodes=EVAL_CHECKPOINT_EPISODES,
+        early_eval_steps=req.stop_at_pass.min_steps if req.stop_at_pass else 0,
         max_steps=req.eval_max_steps,
         algo=req.algo,
         max_seconds=req.max_seconds or 0.0,
@@ -385,7 +386,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
                     name = f"evals/pct_{event['pct']}"
                     uploaded.add(await _upload_folder(store, out, name, prefix))
                     if stopper is not None:
-                        await stopper.checkpoint_kept(int(event["pct"]))
+                        await stopper.checkpoint_kept(int(event["pct"]), int(event["timesteps"]))
 
             side = beside.request(child, out, final_eval=req.final_eval)
             log.info("training", timesteps=req.timesteps, final_eval=req.final_eval)

@@ -108,13 +108,36 @@ def write_marker(path: Path, content: dict[str, Any]) -> None:
     os.replace(partial, path)
 
 
-class EvalSchedule:
-    """Which of FRACTIONS are still due in a run of `total` steps that starts at `done` (a
-    resumed run skips the points its earlier attempt passed; the last is always due)."""
+def pct_of(fraction: float) -> int:
+    """The whole percent a checkpoint is kept under (`evals/pct_<p>`): 1 at least."""
+    return max(1, round(fraction * 100))
 
-    def __init__(self, total: int, done: int) -> None:
+
+def checkpoint_fractions(total: int, early_steps: int = 0) -> list[float]:
+    """FRACTIONS, and before the first of them points at `early_steps`, twice and four
+    times that ... (where a run may stop at pass from `early_steps` on: an easy case stops
+    there whatever its budget), each kept under a percent of its own."""
+    early: list[float] = []
+    steps = early_steps
+    while 0 < steps < FRACTIONS[0] * total:
+        early.append(steps / total)
+        steps *= 2
+    out: list[float] = []
+    for fraction in (*early, *FRACTIONS):
+        if all(pct_of(fraction) != pct_of(f) for f in out):
+            out.append(fraction)
+    return out
+
+
+class EvalSchedule:
+    """Which checkpoints (checkpoint_fractions) are still due in a run of `total` steps that
+    starts at `done` (a resumed run skips the points its earlier attempt passed; the last is
+    always due)."""
+
+    def __init__(self, total: int, done: int, early_steps: int = 0) -> None:
         self.total = total
-        self.todo = [f for f in FRACTIONS if f * total > done or f == 1.0]
+        fractions = checkpoint_fractions(total, early_steps)
+        self.todo = [f for f in fractions if f * total > done or f == 1.0]
 
     def passed(self, steps: int) -> list[float]:
         """The points before the end that `steps` reached, each once."""
@@ -138,8 +161,8 @@ def hand_over(out_dir: Path, pct: int, fraction: float, timesteps: int) -> None:
 
 
 class EvalCheckpoints(BaseCallback):
-    """Plays and keeps the evaluation checkpoints' episodes at 25/50/75/100% of training (see
-    the module docstring)."""
+    """Plays and keeps the evaluation checkpoints' episodes at 25/50/75/100% of training, and
+    the early points of checkpoint_fractions (see the module docstring)."""
 
     def __init__(
         self,
@@ -152,6 +175,7 @@ class EvalCheckpoints(BaseCallback):
         episodes: int = 5,
         max_steps: int | None = None,
         handoff: bool = False,
+        early_steps: int = 0,
     ) -> None:
         super().__init__()
         self.env_id = env_id
@@ -162,11 +186,12 @@ class EvalCheckpoints(BaseCallback):
         self.episodes = episodes
         self.max_steps = max_steps
         self.handoff = handoff
-        self._schedule = EvalSchedule(total, 0)
+        self.early_steps = early_steps
+        self._schedule = EvalSchedule(total, 0, early_steps)
         self.seconds = 0.0  # spent in checkpoints, inside training's wall time
 
     def _init_callback(self) -> None:
-        self._schedule = EvalSchedule(self.total, self.num_timesteps)
+        self._schedule = EvalSchedule(self.total, self.num_timesteps, self.early_steps)
 
     def _on_step(self) -> bool:
         return True
@@ -187,7 +212,7 @@ class EvalCheckpoints(BaseCallback):
             self.seconds += time.monotonic() - started
 
     def _play(self, fraction: float) -> None:
-        pct = round(fraction * 100)
+        pct = pct_of(fraction)
         folder = checkpoint_folder(self.out_dir, pct)
         save_policy(self.model, folder)
         timesteps = int(self.num_timesteps)

@@ -85,6 +85,7 @@ def train_job(req: ChildRequest, out: Path) -> TrainJob:
         init_dir=Path(req.init_dir) if req.init_dir else None,
         eval_every=req.eval_every,
         eval_checkpoint_episodes=req.eval_checkpoint_episodes,
+        early_eval_steps=req.early_eval_steps,
         eval_max_steps=req.max_steps,
         eval_handoff=req.eval_handoff,
     )

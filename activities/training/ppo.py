@@ -336,6 +336,7 @@ def run_outputs(job: TrainJob, reward: Rewards, emit: Emit, scalars: Path) -> li
                 episodes=job.eval_checkpoint_episodes,
                 max_steps=job.eval_max_steps,
                 handoff=job.eval_handoff,
+                early_steps=job.early_eval_steps,
             )
         )
     return out

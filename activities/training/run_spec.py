@@ -35,6 +35,8 @@ class TrainJob:
     # Evaluation checkpoints at 25/50/75/100%: episodes each (0: none), at most this long.
     eval_checkpoint_episodes: int = 0
     eval_max_steps: int | None = None
+    # ... and the early points from this many steps on (eval_checkpoints.checkpoint_fractions).
+    early_eval_steps: int = 0
     # Hand the checkpoints to the evaluator beside training instead (see eval_checkpoints.py).
     eval_handoff: bool = False
 

@@ -1,11 +1,13 @@
 """Stop at pass: the train activity judges each evaluation checkpoint as it is kept, and tells
 the training child to stop once one passes (and nothing it maximises still improves).
 
-From `min_share` of the budget on (and before the end), the kept checkpoint's episodes (its
-10th-percentile, median and 90th-percentile returns) are judged by the session's judge, through
+Each kept checkpoint before the end has its episodes (its 10th-percentile, median and
+90th-percentile returns) judged by the session's judge, through
 the scorer the train pool's worker hands over (`use_scorer`: the judging stage's
 `score_checkpoint`; the stages never import each other). The checkpoint passes when every one
-of them passes (every criterion met, workflows/verdict.py). A criterion to maximise ("as fast
+of them passes (every criterion met, workflows/verdict.py); it stops the run only from
+`min_steps` (and `min_share` of the budget) on, and the checkpoints before that still tell the
+plateau rule where a maximised value stood. A criterion to maximise ("as fast
 as possible") keeps training going past its target while it still improves: the run stops at a
 passing checkpoint only once each such criterion's mean measured value gained less than
 PLATEAU_GAIN over the checkpoint judged before it (a first checkpoint has nothing to compare
@@ -61,11 +63,12 @@ class Stopper:
         # The maximised criteria's mean measured value at the last judged checkpoint.
         self.last: dict[str, float] = {}
 
-    async def checkpoint_kept(self, pct: int) -> None:
-        """Judge the checkpoint kept at `pct`% and stop training when it passes (and what it
-        maximises has levelled off)."""
-        if self.stopped_at is not None or pct >= 100 or pct < 100 * self.rule.min_share:
+    async def checkpoint_kept(self, pct: int, timesteps: int) -> None:
+        """Judge the checkpoint kept at `pct`% (`timesteps` steps in) and stop training when it
+        passes, what it maximises has levelled off, and the run is past its minimum."""
+        if self.stopped_at is not None or pct >= 100:
             return
+        early = timesteps < self.rule.min_steps or pct < 100 * self.rule.min_share
         if not _SCORER:
             self.log.warning("checkpoint not judged: this worker has no checkpoint scorer")
             return
@@ -85,16 +88,15 @@ class Stopper:
         self.scores[pct] = round(score, 4)
         improving = self._improving(judged)
         values = {name: round(v, 4) for name, v in self.last.items()}
-        if passed and not improving:
+        if passed and not improving and not early:
             self.stopped_at = pct
             write_marker(self.out / STOP, {"pct": pct, "score": round(score, 4)})
             self.log.info(
                 "checkpoint passed: stopping training", pct=pct, score=round(score, 4), **values
             )
         elif passed:
-            self.log.info(
-                "checkpoint passed, still improving", pct=pct, improving=improving, **values
-            )
+            why = {"before_minimum": timesteps} if early else {"improving": improving}
+            self.log.info("checkpoint passed, training on", pct=pct, **why, **values)
         else:
             self.log.info("checkpoint judged", pct=pct, score=round(score, 4), **values)
 

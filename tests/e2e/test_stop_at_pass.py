@@ -10,7 +10,8 @@ import pytest
 from activities.artifacts import ArtifactStore
 from tests.builders import all_pools, start_session
 
-BUDGET = 65_536
+BUDGET = 200_000
+MIN_STEPS = 20_000
 
 
 @pytest.mark.slow  # a real session that trains until a checkpoint passes (about 30 s)
@@ -18,8 +19,8 @@ async def test_a_session_stops_training_at_the_checkpoint_that_passes(
     temporal_env, s3, queue_prefix
 ):
     async with all_pools(temporal_env.client, queue_prefix):
-        # PPO balances the pole within about 25k steps: a checkpoint at 25% or 50% of this
-        # budget passes, and the run stops there instead of training all of it.
+        # PPO balances the pole within about 25k steps: a checkpoint kept from the minimum in
+        # steps on (20k, 40k), long before a quarter of the budget, passes and stops the run.
         handle = await start_session(
             temporal_env.client,
             queue_prefix,
@@ -28,7 +29,7 @@ async def test_a_session_stops_training_at_the_checkpoint_that_passes(
             total_timesteps=BUDGET,
             max_iterations=1,
             eval_max_steps=300,
-            min_training_share=0.25,
+            min_training_steps=MIN_STEPS,
         )
         result = await asyncio.wait_for(handle.result(), timeout=600)
 
@@ -36,9 +37,9 @@ async def test_a_session_stops_training_at_the_checkpoint_that_passes(
     [record] = result.iterations
     # The record says what was budgeted, what was used and which checkpoint stopped it.
     assert record.timesteps == BUDGET
-    assert record.stopped_at_pct in (25, 50, 75)
+    assert record.stopped_at_pct in (10, 20, 25, 50), record.stopped_at_pct
     assert record.timesteps_used is not None
-    assert record.stopped_at_pct / 100 * BUDGET <= record.timesteps_used < BUDGET
+    assert MIN_STEPS <= record.stopped_at_pct / 100 * BUDGET <= record.timesteps_used < BUDGET
     # The final evaluation confirmed it: the judge passed the final policy, which is the
     # one trained up to the stop.
     store = ArtifactStore()

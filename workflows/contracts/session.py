@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
+from workflows.contracts.budgets import body_budget
 from workflows.contracts.context import OFFLINE_MODEL, Contract, UserInput, field_errors
 from workflows.contracts.judging import (
     Criterion,
@@ -62,14 +63,19 @@ class SessionInput(UserInput):
 
     prompt: str
     env_id: str
-    total_timesteps: int = 200_000
+    # Steps per run of the first iteration; left out, the body's budget (contracts/budgets.py),
+    # filled in when the request is read so that the session's history records the number.
+    total_timesteps: int
     max_iterations: int = 3
     # Kept so that older requests still validate: the verdict is every criterion met
     # (workflows/verdict.py), whatever the score.
     pass_threshold: float = 0.8
-    # A PPO run stops once an evaluation checkpoint passes the judge, but not before this
-    # share of its steps (1.0: always train the whole budget).
-    min_training_share: float = 0.25
+    # A PPO run stops once an evaluation checkpoint passes the judge, from this many steps on:
+    # easy cases end early whatever the budget.
+    min_training_steps: int = 50_000
+    # Older requests' rule, on top of the steps: not before this share of the budget (1.0:
+    # always train the whole budget).
+    min_training_share: float | None = None
     seeds: int = 1
     llm_model: str = OFFLINE_MODEL
     # The reviser may raise the per-iteration budget up to this cap (default: 2x total_timesteps).
@@ -106,6 +112,14 @@ class SessionInput(UserInput):
     # Iterations one workflow run holds before the session continues as new with a fresh
     # history (sooner when the server suggests it): long sessions stay within history limits.
     iterations_per_run: int = 10
+
+    @model_validator(mode="before")
+    @classmethod
+    def _body_budget(cls, data: object) -> object:
+        """No total_timesteps given: the body's budget."""
+        if isinstance(data, dict) and data.get("total_timesteps") is None:
+            return {**data, "total_timesteps": body_budget(str(data.get("env_id", "")))}
+        return data
 
     @property
     def timesteps_cap(self) -> int:
@@ -152,7 +166,11 @@ def input_errors(data: dict) -> list[str]:
         errors.append(f"eval_max_steps: must be a positive integer (got {inp.eval_max_steps})")
     if not 0.0 < inp.pass_threshold <= 1.0:
         errors.append(f"pass_threshold: must be in (0, 1] (got {inp.pass_threshold})")
-    if not 0.0 < inp.min_training_share <= 1.0:
+    if inp.min_training_steps <= 0:
+        errors.append(
+            f"min_training_steps: must be a positive integer (got {inp.min_training_steps})"
+        )
+    if inp.min_training_share is not None and not 0.0 < inp.min_training_share <= 1.0:
         errors.append(
             f"min_training_share: must be in (0, 1] (got {inp.min_training_share}); "
             "1 trains every step of the budget"

@@ -84,13 +84,16 @@ class EvalResult(Contract):
 
 
 class StopAtPass(Contract):
-    """Stop a run once an evaluation checkpoint at or past `min_share` of its steps passes
-    the session's judge (every one of its kept episodes reaches the pass threshold)."""
+    """Stop a run once an evaluation checkpoint at or past `min_steps` (and `min_share` of
+    its budget) passes the session's judge (every one of its kept episodes passes)."""
 
     criteria: list[Criterion]
     pass_threshold: float
     judge_key: str | None = None  # LLM-written judge code; None: the built-in code judge
-    min_share: float = 0.25
+    min_share: float = 0.0
+    # Checkpoints are also kept at min_steps, twice and four times that ... before the first
+    # quarter of the budget, so a run may stop there (0: the quarters only).
+    min_steps: int = 0
 
 
 class TrainRequest(Contract):

@@ -14,7 +14,12 @@ from typing import Any
 from activities.runner.protocol import ChildRequest
 from activities.training.batched.export import global_rngs_kept, save_candidate
 from activities.training.batched.ppo import BatchedPPO
-from activities.training.eval_checkpoints import EvalSchedule, checkpoint_folder, hand_over
+from activities.training.eval_checkpoints import (
+    EvalSchedule,
+    checkpoint_folder,
+    hand_over,
+    pct_of,
+)
 from activities.training.reward_runtime import ColumnRewards
 
 Emit = Callable[[dict[str, Any]], None]
@@ -129,7 +134,8 @@ class EvalPoints:
     def __init__(self, req: ChildRequest, ppo: BatchedPPO, folders: list[Path], emit: Emit) -> None:
         self.req, self.ppo, self.folders, self.emit = req, ppo, folders, emit
         due = req.eval_handoff or req.eval_checkpoint_episodes > 0
-        self.schedule = EvalSchedule(ppo.timesteps, ppo.steps_done) if due else None
+        early = req.early_eval_steps
+        self.schedule = EvalSchedule(ppo.timesteps, ppo.steps_done, early) if due else None
         self.seconds = 0.0  # the batch's time handing over, inside its wall time
 
     def passed(self, steps: int) -> None:
@@ -147,7 +153,7 @@ class EvalPoints:
 
     def _hand_over(self, fraction: float) -> None:
         started = time.monotonic()
-        pct, steps = round(fraction * 100), self.ppo.steps_done
+        pct, steps = pct_of(fraction), self.ppo.steps_done
         for k, (cand, folder) in enumerate(zip(self.ppo.candidates, self.folders, strict=True)):
             # Kept from the exported files: the policy the session would get at this point.
             kept = checkpoint_folder(folder, pct)

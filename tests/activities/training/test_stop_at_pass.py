@@ -14,7 +14,14 @@ import pytest
 
 from activities.judging.checkpoints import score_checkpoint
 from activities.training import stop_at_pass
-from activities.training.eval_checkpoints import PICKS, STOP, checkpoint_folder
+from activities.training.eval_checkpoints import (
+    PICKS,
+    STOP,
+    EvalSchedule,
+    checkpoint_folder,
+    checkpoint_fractions,
+    pct_of,
+)
 from activities.training.stop_at_pass import Stopper, still_improving, use_scorer
 from workflows.contracts.judging import Criterion
 from workflows.contracts.training import StopAtPass
@@ -66,15 +73,19 @@ def _checkpoint(out: Path, pct: int, speeds: tuple[float, float, float]) -> None
 
 
 async def _run(
-    tmp_path: Path, maximise: bool, checkpoints: dict[int, tuple[float, ...]]
+    tmp_path: Path,
+    maximise: bool,
+    checkpoints: dict[int, tuple[float, ...]],
+    min_steps: int = 50_000,
 ) -> Stopper:
+    """The checkpoints of a 1M-step run (pct% = pct * 10k steps) judged as they are kept."""
     use_scorer(score_checkpoint)
     out = tmp_path / "out"
-    rule = StopAtPass(criteria=_criteria(maximise), pass_threshold=0.8, min_share=0.25)
+    rule = StopAtPass(criteria=_criteria(maximise), pass_threshold=0.8, min_steps=min_steps)
     stopper = Stopper(rule, ENV, out, logging.getLogger("test"))
     for pct, speeds in checkpoints.items():
         _checkpoint(out, pct, speeds)  # type: ignore[arg-type]
-        await stopper.checkpoint_kept(pct)
+        await stopper.checkpoint_kept(pct, pct * 10_000)
         if stopper.stopped_at is not None:
             break
     return stopper
@@ -88,6 +99,21 @@ async def test_a_target_stops_at_the_first_checkpoint_whose_episodes_all_pass(tm
     assert stopper.scores[25] == pytest.approx(0.975, abs=0.01)
     assert stopper.stopped_at == 50
     assert (tmp_path / "out" / STOP).exists()
+
+
+async def test_a_pass_before_the_minimum_in_steps_trains_on(tmp_path: Path):
+    # A 1M-step run: its 5% checkpoint (50k steps) may stop it, its 2% one (20k) may not,
+    # whatever share of the budget that is.
+    early = await _run(tmp_path / "a", False, {2: (2.1, 2.5, 2.7), 5: (2.2, 2.6, 2.8)})
+    assert early.scores[2] == 1.0 and early.stopped_at == 5
+    late = await _run(tmp_path / "b", False, {5: (2.2, 2.6, 2.8)}, min_steps=100_000)
+    assert late.stopped_at is None and not (tmp_path / "b" / "out" / STOP).exists()
+
+
+async def test_a_checkpoint_before_the_minimum_still_counts_for_the_plateau(tmp_path: Path):
+    # 2.5 m/s at 20k steps (too early to stop), 2.55 at 50k: levelled off, so it stops there.
+    stopper = await _run(tmp_path, True, {2: (2.4, 2.5, 2.6), 5: (2.45, 2.55, 2.65)})
+    assert stopper.stopped_at == 5
 
 
 async def test_as_fast_as_possible_trains_on_while_the_speed_still_improves(tmp_path: Path):
@@ -120,3 +146,25 @@ async def test_as_fast_as_possible_never_stops_while_it_improves(tmp_path: Path)
 def test_the_plateau_rule(before: float | None, now: float, improving: bool):
     assert still_improving(before, now) is improving
     assert stop_at_pass.PLATEAU_GAIN == 0.05
+
+
+@pytest.mark.parametrize(
+    ("total", "early", "kept_at"),
+    [
+        # A body's budget of 1M: an easy case may stop at 50k, 100k or 200k steps.
+        (1_000_000, 50_000, [50_000, 100_000, 200_000, 250_000, 500_000, 750_000, 1_000_000]),
+        # The demo's 150k: its first quarter comes before 50k steps; nothing is added.
+        (150_000, 50_000, [37_500, 75_000, 112_500, 150_000]),
+        # 10M: 100k would share the 1% folder with 50k, so it is left out.
+        (10_000_000, 50_000, [50_000, 200_000, 400_000, 800_000, 1_600_000, 2_500_000]),
+        (1_000_000, 0, [250_000, 500_000, 750_000, 1_000_000]),
+    ],
+)
+def test_checkpoints_come_from_the_minimum_in_steps_whatever_the_budget(total, early, kept_at):
+    fractions = checkpoint_fractions(total, early)
+    assert [round(f * total) for f in fractions][: len(kept_at)] == kept_at
+    pcts = [pct_of(f) for f in fractions]
+    assert len(set(pcts)) == len(pcts) and min(pcts) >= 1  # one folder each
+    # A run resumed past its early points keeps only what is still due (and always the end).
+    due = [f for f in fractions if f * total > 300_000 or f == 1.0]
+    assert EvalSchedule(total, 300_000, early).todo == due
