@@ -2,9 +2,9 @@
 the person names none.
 
 rl-zoo's PPO budgets (n_timesteps in its hyperparams/ppo.yml) are the reference: 1M steps for
-the planar and quadruped bodies, the swimmer and the arm, millions for the humanoids. Stop at pass makes a
-large budget cheap for what learns fast: a run may stop at any judged checkpoint from
-`SessionInput.min_training_steps` on, so an easy case still ends where it passes.
+the planar and quadruped bodies, the swimmer and the arm, millions for the humanoids. Stop at
+pass makes a large budget cheap for what learns fast: a run may stop at any judged checkpoint
+from `SessionInput.min_training_steps` on, so an easy case still ends where it passes.
 
 Measured on the 2-core machine (single runs, the offline author's rewards, deterministic
 replays of 3 episodes):
