@@ -27,7 +27,7 @@ from activities.artifacts import ArtifactStore
 from tests.chaos.llm_script import ChaosScript
 from tests.fakes.llm_server import FakeLLMServer
 from tests.processes import descendants, start_worker
-from workers.services import Service, free_port, start_seaweedfs, start_temporal
+from workers.services import Service, free_port, port_in_use, start_seaweedfs, start_temporal
 
 BUCKET = "policyforge-chaos"
 PROVIDER_KEY = "sk-ant-test-SECRET123"
@@ -208,6 +208,11 @@ async def running_stack(root: Path, train_concurrency: int = 2) -> AsyncIterator
         stack.llm = FakeLLMServer().start()
         stack.llm.responder = ChaosScript()
         await asyncio.to_thread(stack.start_temporal)
+        # The port picked at construction may have been taken since (Temporal's own servers
+        # bind ports as they start, and so do other tests'): the first start takes a free
+        # one; restarts keep whichever it got.
+        if port_in_use(stack.s3_port):
+            stack.s3_port = free_port()
         await asyncio.to_thread(stack.start_s3)
         for pool in POOLS:
             stack.start_worker(pool)
