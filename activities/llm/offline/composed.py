@@ -31,6 +31,7 @@ from activities.llm.offline.judge import render_judge
 from activities.llm.offline.reader import read
 from activities.llm.offline.render import RenderedReward, _read_parts, num
 from workflows.contracts.llm import ReviseRequest
+from workflows.verdict import is_met
 
 TEMPLATE = "composed"
 DOMINANCE = 0.5  # a cost dominates above this share of the behaviour terms' mean per step
@@ -218,8 +219,8 @@ def revise_weights(req: ReviseRequest) -> tuple[dict[str, float], str]:
         # Unmet criteria first (the verdict's own), then the lowest progress: a criterion met
         # with partial credit is not what holds the verdict back.
         failing = sorted(
-            (c for c in req.judgment.criteria if c.score < 1.0 or c.met is False),
-            key=lambda c: (c.met is not False, c.score),
+            (c for c in req.judgment.criteria if c.score < 1.0 or not is_met(c)),
+            key=lambda c: (is_met(c), c.score),
         )
         for c in failing:
             serving = [n for n in comp.serves.get(c.name, ()) if n in roles]

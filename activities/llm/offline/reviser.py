@@ -27,6 +27,7 @@ from activities.llm.offline.library import SPECS, TemplateSpec
 from activities.llm.offline.matcher import match_intent
 from activities.llm.offline.render import RenderedReward, clean_params, num, render_reward
 from workflows.contracts.llm import ReviseRequest
+from workflows.verdict import unmet
 
 DOMINANCE = 0.5  # a penalty counts as dominant above this fraction of the task terms' magnitude
 BONUS_DOMINANCE = 3.0  # an alive bonus counts as dominant above this multiple of the task terms
@@ -103,11 +104,7 @@ def _reward_change(req: ReviseRequest, spec: TemplateSpec, params: dict[str, flo
 
     changed = [ch for t in spec.task_terms if (ch := _rescale(params, spec.weight_param(t), 1.5))]
     if changed:
-        failing = [
-            c.name
-            for c in req.judgment.criteria
-            if c.met is False or (c.met is None and c.score < 1.0)
-        ]
+        failing = [c.name for c in unmet(req.judgment.criteria)]
         why = f"criteria not met ({', '.join(failing)})" if failing else "the rollout did not pass"
         return f"No penalty dominated but {why}: raised the task weight {'; '.join(changed)}."
     return ""
