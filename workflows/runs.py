@@ -58,9 +58,14 @@ async def train_and_judge(steps: Steps, rewards: list[RewardArtifact]) -> Iterat
     ]
     per_seed = len(rewards) * len(state.configs)
     # Several runs per seed train together in one process per batch shape (PPO only, and not
-    # in warm-start sessions, whose runs each load a model). Checked before patched():
+    # when they start from a previous policy: each loads it alone). Checked before patched():
     # histories recorded without batching never reach the marker.
-    batched = per_seed > 1 and inp.runs_on_engine and workflow.patched(BATCH_PATCH)
+    batched = (
+        per_seed > 1
+        and inp.runs_on_engine
+        and (init is None or not inp.warm_start)
+        and workflow.patched(BATCH_PATCH)
+    )
     if batched:
         trained = await _train_batches(steps, rewards, runs_to_do)
         done = await asyncio.gather(

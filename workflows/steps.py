@@ -517,9 +517,7 @@ class Steps:
         init: RunRecord | None,
     ) -> TrainResult:
         # Only the engine plans its steps from time (PPO without a warm start).
-        timesteps, seconds, budget = self._timed(
-            iteration, timesteps, self.inp.algo == "ppo" and init is None
-        )
+        timesteps, seconds, budget = self._timed(iteration, timesteps, self.inp.algo == "ppo")
         trained = await self.call(
             act.TRAIN_POLICY,
             TrainRequest(

@@ -362,6 +362,8 @@ async def train_policy(req: TrainRequest) -> TrainResult:
                     )
                     activity.heartbeat(progress)
                     meter.progress(progress.timesteps)
+                elif kind == "warm_start":
+                    log.info("warm start", applied=event.get("applied"), reason=event.get("reason"))
                 elif kind == "checkpoint":
                     # Upload first, then heartbeat its key: a retry only sees complete checkpoints.
                     folder = out / event["dir"]
@@ -376,7 +378,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
                     await asyncio.to_thread(shutil.rmtree, folder, True)
 
             uploaded: set[str] = set()
-            rule = req.stop_at_pass if req.algo == "ppo" and child.init_dir is None else None
+            rule = req.stop_at_pass if req.algo == "ppo" else None
             stopper = Stopper(rule, req.env_id, out, log) if rule is not None else None
 
             async def upload_checkpoint(event: dict[str, Any]) -> None:

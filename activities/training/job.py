@@ -129,7 +129,7 @@ def _check_shaping(req: ChildRequest, rewards: ColumnRewards) -> None:
         # Refused here, where the fixer sees it, rather than when training starts.
         raise RewardLoadError(
             f"{req.reward_filename}: this session's runs do not apply SHAPING (it trains SAC or "
-            "TD3, or warm-starts each run); remove the SHAPING constant"
+            "TD3); remove the SHAPING constant"
         )
     from activities.training.batched.shaping import ShapingError, parse
     from activities.training.sim import make_env
@@ -157,8 +157,8 @@ def _train(req: ChildRequest, run: child.Run) -> dict[str, Any]:
 
         # Fail closed rather than train without the shaping the reward asked for.
         raise RewardLoadError(
-            f"{req.reward_filename}: SHAPING is applied by PPO runs without a warm start "
-            f"(this one: algo {req.algo}{', warm start' if req.init_dir else ''}); drop SHAPING"
+            f"{req.reward_filename}: SHAPING is applied by PPO runs on the engine "
+            f"(this one: algo {req.algo}, engine {req.engine}); drop SHAPING"
         )
     job = train_job(req, run.out)
     if job.algo != "ppo":
@@ -171,12 +171,13 @@ def _train(req: ChildRequest, run: child.Run) -> dict[str, Any]:
 
 
 def _on_engine(req: ChildRequest) -> bool:
-    """Whether a single run trains on the batched engine: PPO, not a warm start (it loads an
-    SB3 model), and not resuming a checkpoint the SB3 trainer wrote before an upgrade."""
+    """Whether a single run trains on the batched engine: PPO (a warm start too: its SB3 model
+    is copied in, batched/warm.py), not resuming a checkpoint the SB3 trainer wrote before an
+    upgrade."""
     from activities.runner.protocol import CHECKPOINT_FILES
 
     legacy = req.resume_dir is not None and (Path(req.resume_dir) / CHECKPOINT_FILES[0]).exists()
-    return req.engine == "auto" and req.algo == "ppo" and req.init_dir is None and not legacy
+    return req.engine == "auto" and req.algo == "ppo" and not legacy
 
 
 def _train_batch(req: ChildRequest, run: child.Run) -> dict[str, Any]:

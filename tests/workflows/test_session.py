@@ -721,12 +721,16 @@ async def test_configs_fan_out_and_warm_start_begins_from_the_best_run(temporal_
     result = await run_session(
         temporal_env, queue_prefix, script, max_iterations=2, configs=2, warm_start=True
     )
-    first, second = script.calls["train_policy"][:2], script.calls["train_policy"][2:]
-    assert sorted(t.run_name for t in first) == ["c0_default_seed_0", "c0_lr_half_seed_0"]
-    assert all(t.configs == 2 and t.init_model_key is None for t in first)
-    # Iteration 2 starts every run from iteration 1's best run (lr_half scored 0.6).
+    # Iteration 1 has nothing to start from: its two configs train together on the engine.
+    [first] = script.calls["train_batch"]
+    assert sorted(m.run_name for m in first.members) == ["c0_default_seed_0", "c0_lr_half_seed_0"]
+    # Iteration 2 starts every run from iteration 1's best run (lr_half scored 0.6), each run
+    # on its own (each loads the previous policy), and may still stop at a pass.
+    second = script.calls["train_policy"]
+    assert sorted(t.run_name for t in second) == ["c0_default_seed_0", "c0_lr_half_seed_0"]
     best_key = f"sessions/{result.session_id}/iter_1/c0_lr_half_seed_0/model.zip"
     assert {t.init_model_key for t in second} == {best_key}
+    assert all(t.stop_at_pass is not None for t in second)
     assert result.iterations[0].config == "lr_half"
     assert result.passed and result.iterations[1].config == "lr_half"
 

@@ -127,9 +127,9 @@ class SessionInput(UserInput):
 
     @property
     def runs_on_engine(self) -> bool:
-        """PPO without warm starts: every run trains on the batched engine (runs of one seed
-        together), which applies a reward's SHAPING; the SB3 trainer does neither."""
-        return self.algo == "ppo" and not self.warm_start
+        """PPO: every run trains on the batched engine (runs of one seed together, a warm
+        start's one by one), which applies a reward's SHAPING; the SB3 trainer does neither."""
+        return self.algo == "ppo"
 
     @property
     def timed_timesteps_cap(self) -> int:

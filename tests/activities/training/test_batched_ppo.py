@@ -17,6 +17,7 @@ from activities.training.batched.evaluate import evaluate_candidates
 from activities.training.batched.export import save_candidate
 from activities.training.batched.normalize import StackedNormalizer
 from activities.training.batched.ppo import BatchedPPO, Candidate, batch_shape
+from activities.training.batched.warm import warm_start
 from activities.training.evaluation import deterministic_act
 from activities.training.policy_io import load_vecnormalize
 from activities.training.presets import preset_for
@@ -179,6 +180,57 @@ def test_shaped_candidates_train_and_export_to_a_plain_policy_of_the_unshaped_en
     ppo.close()
 
 
+@pytest.mark.parametrize("source", [SHAPED, RUN_FORWARD], ids=["same shaping", "unshaped"])
+def test_a_warm_start_continues_the_saved_policy_on_the_engine(tmp_path: Path, source: str):
+    # A shaped policy trains and is saved as plain SB3 files; a fresh engine run warm-started
+    # from them acts as the saved policy does on the env's own observations, whether the new
+    # reward keeps its shaping (scaled observations and actions) or drops it.
+    old = BatchedPPO(
+        "Hopper-v5", [Candidate("run", _local(SHAPED), preset_for("Hopper-v5"))], 4096, 5
+    )
+    old.learn()
+    save_candidate(old, 0, tmp_path / "prev")
+    new = BatchedPPO(
+        "Hopper-v5", [Candidate("run", _local(source), preset_for("Hopper-v5"))], 4096, 9
+    )
+    env = make_env("Hopper-v5", None)
+    obs = np.array([env.reset(seed=s)[0] for s in range(6)])[None]
+    assert not np.allclose(
+        new.deterministic_actions(obs), old.deterministic_actions(obs), atol=1e-3
+    )
+    assert warm_start(new, 0, tmp_path / "prev") is None
+    model = load_model("ppo", tmp_path / "prev" / "model.zip")
+    venv = load_vecnormalize(
+        tmp_path / "prev" / "vecnormalize.npz", DummyVecEnv([lambda: make_env("Hopper-v5", None)])
+    )
+    saved = deterministic_act(model, venv)(obs[0])
+    np.testing.assert_allclose(new.deterministic_actions(obs)[0], saved, atol=1e-4)
+    if source == SHAPED:  # the same shaping: the same values and exploration noise
+        x = torch.as_tensor(old._policy_obs(obs * 1.0))
+        y = torch.as_tensor(new._policy_obs(obs * 1.0))
+        torch.testing.assert_close(new.policy.value(y), old.policy.value(x), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(new.policy.log_std, old.policy.log_std)
+    new.learn()  # and it trains on from there
+    assert new.steps_done == 4096
+    old.close(), new.close()
+
+
+def test_a_warm_start_that_does_not_fit_keeps_the_fresh_policy_and_says_why(tmp_path: Path):
+    old = BatchedPPO("Hopper-v5", [Candidate("run", _local(), preset_for("Hopper-v5"))], 2048, 5)
+    save_candidate(old, 0, tmp_path / "prev")
+    old.close()
+    wide = preset_for("Hopper-v5", {"net_arch": [64, 64]})
+    new = BatchedPPO("Hopper-v5", [Candidate("run", _local(), wide)], 2048, 9)
+    before = [p.detach().clone() for p in new.policy.parameters()]
+    assert "net_arch" in (warm_start(new, 0, tmp_path / "prev") or "")
+    for a, b in zip(before, new.policy.parameters(), strict=True):
+        assert torch.equal(a, b)
+    (tmp_path / "prev" / "model.zip").write_bytes(b"not a zip")
+    new2 = BatchedPPO("Hopper-v5", [Candidate("run", _local(), preset_for("Hopper-v5"))], 2048, 9)
+    assert warm_start(new2, 0, tmp_path / "prev")
+    new.close(), new2.close()
+
+
 @pytest.mark.parametrize(
     ("shaping", "field"),
     [
@@ -221,7 +273,7 @@ def test_validation_refuses_bad_shaping_and_a_single_ppo_run_applies_it(tmp_path
     with pytest.raises(ChildFailed, match=r"SHAPING\['obs_drop'\]") as bad:
         run(job.VALIDATE, RUN_FORWARD + "\nSHAPING = {'obs_drop': [40]}\n", "bad")
     assert bad.value.reward_fault  # the fixer gets it as the reward's error
-    # A session whose runs cannot apply SHAPING (SAC, TD3, warm starts) refuses it at
+    # A session whose runs cannot apply SHAPING (SAC, TD3) refuses it at
     # validation, where the fixer sees why, rather than when training starts.
     with pytest.raises(ChildFailed, match="do not apply SHAPING") as refused:
         run(job.VALIDATE, SHAPED, "no-shaping", shaping=False)
@@ -233,7 +285,7 @@ def test_validation_refuses_bad_shaping_and_a_single_ppo_run_applies_it(tmp_path
     lengths = [json.loads(line)["ep_len_mean"] for line in (tmp_path / "train" / SCALARS).open()]
     assert 0 < lengths[-1] <= 150
     # The SB3 trainer (SAC here) cannot apply it, and says so rather than train without it.
-    with pytest.raises(ChildFailed, match="SHAPING is applied by PPO runs without a warm start"):
+    with pytest.raises(ChildFailed, match="SHAPING is applied by PPO runs on the engine"):
         run(job.TRAIN, SHAPED, "sac", timesteps=256, algo="sac")
 
 

@@ -1,0 +1,92 @@
+"""A revision starts from the previous iteration's policy on the engine, and a training worker
+SIGKILLed during that revision is replaced: the retry resumes the warm-started run from its
+checkpoint in S3, not from the previous policy again (real Temporal server, S3, sandboxes and
+PPO; the pools as OS processes)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from activities.artifacts import ArtifactStore
+from tests.builders import start_session
+from tests.processes import heartbeat_until, start_worker, worker_env
+
+# Slow tier: two iterations of training, a SIGKILL and the heartbeat timeout it waits out.
+pytestmark = pytest.mark.slow
+
+CHECKPOINT_EVERY = 2048
+TIMESTEPS = 8192
+
+
+def _revision_checkpoint(details: dict) -> int | None:
+    """The checkpoint step of the running training once it is iteration 2's."""
+    key = details.get("checkpoint_key") or ""
+    return details.get("checkpoint_timesteps") if "/iter_2/" in key else None
+
+
+def _log_records(path: Path, event: str) -> list[dict]:
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("event") == event:
+            out.append(record)
+    return out
+
+
+async def test_a_revision_warm_starts_on_the_engine_and_resumes_after_sigkill(
+    temporal_env, s3, queue_prefix, tmp_path: Path
+):
+    env = worker_env(temporal_env, queue_prefix, CHECKPOINT_EVERY)
+    log = tmp_path / "train-worker.log"
+    others = [start_worker(p, env, tmp_path / f"{p}-worker.log") for p in ("llm", "judge")]
+    first = start_worker("train", env, log)
+    second: subprocess.Popen | None = None
+    try:
+        handle = await start_session(
+            temporal_env.client,
+            queue_prefix,
+            # 8k steps of Hopper never pass "hop forward": the session revises once.
+            prompt="hop forward",
+            env_id="Hopper-v5",
+            total_timesteps=TIMESTEPS,
+            max_iterations=2,
+            warm_start=True,
+            eval_max_steps=30,
+        )
+        killed_at = await heartbeat_until(handle, "train_policy", _revision_checkpoint, 300)
+        assert killed_at >= CHECKPOINT_EVERY
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        second = start_worker("train", env, log)
+        result = await asyncio.wait_for(handle.result(), timeout=420)
+    finally:
+        for proc in (first, second, *others):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    assert len(result.iterations) == 2
+    first_best = result.iterations[0].best_run
+    store = ArtifactStore()
+    revision = result.iterations[1]
+    assert revision.runs == 1
+    summary = json.loads(store.get_text(revision.best_run.run_prefix + "summary.json"))
+    # The revision trained on the engine (its batch record), from iteration 1's policy: the
+    # record of the warm start came through the checkpoint the retry resumed from.
+    assert summary["batch"]["members"] == ["run"]
+    assert summary["warm_start"] == {"applied": True, "reason": None}
+    assert killed_at <= summary["resumed_from_timesteps"] < summary["timesteps_done"]
+    # The killed worker loaded iteration 1's best policy; the retry loaded none, it resumed.
+    started = [r for r in _log_records(log, "warm start") if "model" in r]
+    assert [r["model"] for r in started] == [first_best.model_key]
+    assert [r["applied"] for r in _log_records(log, "warm start") if "applied" in r] == [True]
+    assert "resuming" in log.read_text()
