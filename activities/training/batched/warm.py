@@ -12,6 +12,7 @@ and the step counter at zero, as SB3's warm start keeps this run's own counters.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -88,7 +89,7 @@ def warm_start(ppo: BatchedPPO, k: int, init_dir: Path) -> str | None:
 def _copy_into(
     stacked: StackedMLP,
     k: int,
-    layers: list[tuple[torch.Tensor, torch.Tensor]],
+    layers: Sequence[tuple[torch.Tensor, torch.Tensor]],
     inputs: torch.Tensor,
 ) -> None:
     """SB3's (out, in) layers into candidate k of `stacked`, the first layer's rows divided by
