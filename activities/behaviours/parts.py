@@ -45,13 +45,22 @@ def _positions(env: str, data: Mapping[str, Any]) -> np.ndarray:
     return flat.reshape(*flat.shape[:-1], len(layout(env).parts), 3)
 
 
-def _out(x: np.ndarray) -> Any:
+def _out(x: Any) -> Any:
+    """A float for one step's value, the array for a trajectory's (checked cheapest first:
+    this runs several times per step of every reward)."""
+    if type(x) is float:
+        return x
+    if type(x) is np.ndarray:
+        return x if x.ndim else float(x)
     return float(x) if np.ndim(x) == 0 else x
 
 
 def part_height(env: str, data: Mapping[str, Any], part: str) -> Any:
     """Height (m) of a named part above the floor (a foot at its lowest point)."""
     row = _row(env, part)
+    flat = data.get("parts_pos") if isinstance(data, dict) else None
+    if type(flat) is np.ndarray and flat.ndim == 1 and flat.size == 3 * len(layout(env).parts):
+        return float(flat[3 * row + 2])  # one step's flat x, y, z per part: no reshape
     return _out(_positions(env, data)[..., row, 2])
 
 

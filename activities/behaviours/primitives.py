@@ -22,6 +22,7 @@ import numpy as np
 
 from activities.behaviours.layout import FREE, PLANAR, SWIMMER, layout
 from activities.behaviours.parts import (
+    _out,
     part_distance,
     part_distance_reward,
     part_height,
@@ -44,15 +45,13 @@ def _arr(data: Mapping[str, Any], key: str) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
-def _out(x: np.ndarray) -> Any:
-    return float(x) if np.ndim(x) == 0 else x
-
-
-def _info(data: Mapping[str, Any], key: str) -> np.ndarray | None:
-    """An env info value: `key` in a step's info, `info_<key>` in a trajectory."""
+def _info(data: Mapping[str, Any], key: str) -> Any:
+    """An env info value: `key` in a step's info (a float stays one: cheaper per step than
+    an array of none), `info_<key>` in a trajectory."""
     for name in (key, f"info_{key}"):
         if name in data:
-            return np.asarray(data[name], dtype=np.float64)
+            value = data[name]
+            return value if type(value) is float else np.asarray(value, dtype=np.float64)
     return None
 
 
@@ -63,9 +62,31 @@ def _need(env: str, kinds: tuple[str, ...], what: str) -> str:
     return root
 
 
-def _quat(data: Mapping[str, Any]) -> tuple[np.ndarray, ...]:
-    q = _arr(data, "qpos")[..., 3:7]
+def _col(data: Mapping[str, Any], key: str, i: int) -> Any:
+    """Entry i of `key`: a float for one step (plain floats keep a step's arithmetic cheap),
+    the column for a trajectory."""
+    a = _arr(data, key)
+    return float(a[i]) if a.ndim == 1 else a[..., i]
+
+
+def _quat(data: Mapping[str, Any]) -> tuple[Any, ...]:
+    q = _arr(data, "qpos")
+    if q.ndim == 1:
+        w, x, y, z = q[3:7].tolist()
+        return w, x, y, z
+    q = q[..., 3:7]
     return q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+
+
+def _cos(x: Any) -> Any:
+    return math.cos(x) if type(x) is float else np.cos(x)
+
+
+def _asin(x: Any) -> Any:
+    """arcsin of x clipped to [-1, 1] (rounding can put a unit quaternion's product past 1)."""
+    if type(x) is float:
+        return math.asin(min(max(x, -1.0), 1.0))
+    return np.arcsin(np.clip(x, -1.0, 1.0))
 
 
 # --- measures --------------------------------------------------------------------------------
@@ -75,7 +96,7 @@ def forward_velocity(env: str, data: Mapping[str, Any]) -> Any:
     """Velocity along +x (m/s): the env's own x_velocity where it reports one, else the root's."""
     _need(env, (PLANAR, FREE, SWIMMER), "free-moving body")
     v = _info(data, "x_velocity")
-    return _out(v if v is not None else _arr(data, "qvel")[..., 0])
+    return _out(v if v is not None else _col(data, "qvel", 0))
 
 
 def lateral_velocity(env: str, data: Mapping[str, Any]) -> Any:
@@ -106,7 +127,7 @@ def height(env: str, data: Mapping[str, Any]) -> Any:
     lay = layout(env)
     if lay.height_index is None:
         raise ValueError(f"primitives: {env} has no torso height")
-    return _out(_arr(data, "qpos")[..., lay.height_index] + lay.height_offset)
+    return _out(_col(data, "qpos", lay.height_index) + lay.height_offset)
 
 
 def vertical_velocity(env: str, data: Mapping[str, Any]) -> Any:
@@ -114,14 +135,14 @@ def vertical_velocity(env: str, data: Mapping[str, Any]) -> Any:
     lay = layout(env)
     if lay.height_index is None:
         raise ValueError(f"primitives: {env} has no torso height")
-    return _out(_arr(data, "qvel")[..., lay.height_index])
+    return _out(_col(data, "qvel", lay.height_index))
 
 
 def uprightness(env: str, data: Mapping[str, Any]) -> Any:
     """How upright the torso is: 1 upright, 0 lying on its side or back, -1 upside down."""
     root = _need(env, (PLANAR, FREE), "torso orientation")
     if root == PLANAR:
-        return _out(np.cos(_arr(data, "qpos")[..., 2]))
+        return _out(_cos(_col(data, "qpos", 2)))
     w, x, y, z = _quat(data)
     if layout(env).up_axis == "-x":
         return _out(2.0 * (w * y - x * z))  # world z of the body's -x axis
@@ -133,9 +154,9 @@ def pitch(env: str, data: Mapping[str, Any]) -> Any:
     root = _need(env, (PLANAR, FREE), "torso orientation")
     if root == PLANAR:
         # A positive rooty turns +x towards -z (nose down).
-        return _out(-_arr(data, "qpos")[..., 2])
+        return _out(-_col(data, "qpos", 2))
     w, x, y, z = _quat(data)
-    return _out(np.arcsin(np.clip(2.0 * (x * z - w * y), -1.0, 1.0)))
+    return _out(_asin(2.0 * (x * z - w * y)))
 
 
 def roll(env: str, data: Mapping[str, Any]) -> Any:
@@ -144,7 +165,7 @@ def roll(env: str, data: Mapping[str, Any]) -> Any:
     if root == PLANAR:
         return _out(np.zeros_like(_arr(data, "qpos")[..., 0]))
     w, x, y, z = _quat(data)
-    return _out(np.arcsin(np.clip(2.0 * (y * z + w * x), -1.0, 1.0)))
+    return _out(_asin(2.0 * (y * z + w * x)))
 
 
 def heading(env: str, data: Mapping[str, Any]) -> Any:
@@ -523,6 +544,8 @@ def control_cost(action: Any) -> float:
     """Sum of squared actions (every env's actions lie in [-1, 1] per joint, except
     Humanoid's [-0.4, 0.4]): subtract a small multiple to prefer economical motion."""
     a = np.asarray(action, dtype=np.float64)
+    if a.ndim == 1:  # one step's action: a dot product, a third of a sum's cost
+        return float(a @ a)
     return _out(np.sum(a * a, axis=-1))
 
 

@@ -54,6 +54,8 @@ def tolerance(
     reaches_zero = sigmoid in ("linear", "quadratic") and value_at_margin == 0.0
     if margin > 0 and not reaches_zero and not 0.0 < value_at_margin < 1.0:
         raise ValueError("tolerance: value_at_margin must be in (0, 1)")
+    if isinstance(x, (float, int)):  # a plain number: the per-step case, 20x faster in math
+        return _tolerance_scalar(float(x), lower, upper, margin, sigmoid, value_at_margin)
     arr = np.asarray(x, dtype=np.float64)
     inside = (arr >= lower) & (arr <= upper)
     if margin == 0:
@@ -62,3 +64,25 @@ def tolerance(
         d = np.where(arr < lower, lower - arr, arr - upper) / margin
         out = np.where(inside, 1.0, _falloff(np.maximum(d, 0.0), value_at_margin, sigmoid))
     return float(out) if out.ndim == 0 else out
+
+
+def _tolerance_scalar(
+    x: float, lower: float, upper: float, margin: float, sigmoid: str, value_at_1: float
+) -> float:
+    """`tolerance` of one number (the same curves as `_falloff`, without arrays)."""
+    if lower <= x <= upper:
+        return 1.0
+    if margin == 0:
+        return 0.0
+    d = (lower - x if x < lower else x - upper) / margin
+    if sigmoid == "gaussian":
+        return math.exp(-0.5 * (d * math.sqrt(-2.0 * math.log(value_at_1))) ** 2)
+    if sigmoid == "reciprocal":
+        return 1.0 / (1.0 + (1.0 / value_at_1 - 1.0) * d)
+    if sigmoid == "linear":
+        scaled = d * (1.0 - value_at_1)
+        return 1.0 - scaled if scaled < 1.0 else 0.0
+    if sigmoid == "quadratic":
+        scaled = d * math.sqrt(1.0 - value_at_1)
+        return 1.0 - scaled**2 if scaled < 1.0 else 0.0
+    raise ValueError(f"sigmoid must be one of {', '.join(SIGMOIDS)} (got {sigmoid!r})")

@@ -124,20 +124,20 @@ class Host:
                 totals_arr, term_cols = batch
                 table = np.column_stack([totals_arr, *term_cols.values()])
                 return {"names": list(term_cols)}, table.astype(np.float64).tobytes()
-        # Row by row: scalars as Python floats, arrays as row views.
-        columns = {name: col.tolist() if col.ndim == 1 else col for name, col in arrays.items()}
-
-        def single(i: int) -> tuple[float, dict[str, float]]:
-            info = {name: col[i] for name, col in columns.items()}
-            info["_episode_start"] = bool(starts[i])
-            return self.rewards[int(ids[i])](obs_all[i], act_all[i], next_all[i], info)
-
+        # Row by row: scalars as Python floats, arrays as row views; each row's info built by
+        # zipping the columns (cheaper per row than indexing each one).
+        names = [*arrays, "_episode_start"]
+        columns = [col.tolist() if col.ndim == 1 else list(col) for col in arrays.values()]
+        columns.append([bool(s) for s in starts])
+        rewards = [self.rewards[int(i)] for i in ids]
         totals: list[float] = []
         rows: list[list[str]] = []
         values: list[list[float]] = []
-        for i in range(n):
+        for i, (reward, obs, act, nxt, row) in enumerate(
+            zip(rewards, obs_all, act_all, next_all, zip(*columns, strict=True), strict=True)
+        ):
             try:
-                total, terms = single(i)
+                total, terms = reward(obs, act, nxt, dict(zip(names, row, strict=True)))
             except Exception as exc:  # noqa: BLE001 - blamed on the code, with the step's inputs
                 info = {name: float(col[i]) for name, col in arrays.items() if col.ndim == 1}
                 info["episode_start"] = bool(starts[i])

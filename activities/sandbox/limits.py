@@ -19,7 +19,7 @@ SCRATCH_FILES = 4096
 SCRATCH_TMPFS = "scratch-tmpfs"
 FILE_MB = 64  # any one file (RLIMIT_FSIZE), its stderr file included
 # CPU time the sandbox may use outside its calls (it has none to do there): a fixed slack for
-# start-up and clean-up, plus a share of the time its calls took (the decoding of a request
-# overlaps the client's write, which the client does not time).
+# start-up and clean-up, plus a share of the time its calls took (a call is timed from the
+# client's first byte of the request to the last of the answer).
 IDLE_CPU_S = 2.0
 IDLE_CPU_SHARE = 0.1

@@ -55,6 +55,7 @@ MAX_TERMS = 64
 MAX_TERM_NAME = 64
 # Non-finite rewards tolerated in training (zeroed and counted) before the run is failed.
 MAX_NONFINITE_FRACTION = 0.01
+INF = math.inf
 LARGE = 1e6  # |reward| above this is clipped and counted: it would swamp PPO's value targets
 # A batched call may take as long as this many single calls (a batch is at most a few thousand
 # rows, which numpy scores in about the time of a few dozen rows one by one).
@@ -300,6 +301,14 @@ class LoadedReward:
         total, terms = out
         if len(terms) > MAX_TERMS:
             raise RewardLoadError(f"reward returned {len(terms)} terms; at most {MAX_TERMS}")
+        if type(total) is float and -LARGE <= total <= LARGE and type(terms) is dict:
+            # The common answer (plain floats under short names), checked without copying.
+            plain = all(
+                type(k) is str and len(k) <= MAX_TERM_NAME and type(v) is float and -INF < v < INF
+                for k, v in terms.items()
+            )
+            if plain:
+                return total, terms
         try:
             total = float(total)
             terms = {

@@ -47,6 +47,25 @@ def test_tolerance_edges():
         tolerance(0.0, 1.0, 1.0, margin=1.0, sigmoid="cubic")
 
 
+@pytest.mark.parametrize("sigmoid", SIGMOIDS)
+@pytest.mark.parametrize(
+    ("lower", "upper", "margin"),
+    [(0.0, 0.0, 1.0), (-P.INF, 0.4, 0.2), (1.0, P.INF, 0.5), (0, 1, 0)],
+)
+def test_one_number_and_an_array_are_shaped_alike(sigmoid, lower, upper, margin):
+    # A reward scored step by step passes plain floats (a fast path), one scored in batches
+    # passes arrays: the same value either way, NaN and infinities included.
+    rng = np.random.default_rng(1)
+    xs = np.concatenate([rng.normal(0.0, 3.0, 300), [np.nan, np.inf, -np.inf, 0.0, 1.0, 0.4]])
+    for value_at_margin in (0.1, 0.0) if sigmoid in ("linear", "quadratic") else (0.1, 0.6):
+        shaped = tolerance(xs, lower, upper, margin, sigmoid, value_at_margin)
+        one_by_one = [
+            tolerance(float(x), lower, upper, margin, sigmoid, value_at_margin) for x in xs
+        ]
+        assert all(type(v) is float for v in one_by_one)
+        np.testing.assert_allclose(one_by_one, shaped, rtol=1e-12, equal_nan=True)
+
+
 def _random_states(env_id: str, n: int, seed: int = 0) -> list[dict]:
     """Steps of a random policy from perturbed starts, read as the reward reads them."""
     env = gym.make(env_id)

@@ -209,6 +209,30 @@ def test_a_thread_below_the_limit_and_idle_is_no_fault() -> None:
         assert box.proc.poll() is None
 
 
+def test_reading_large_batches_counts_as_the_calls_work_not_idle_cpu() -> None:
+    """A cheap reward on Humanoid-sized rollouts (a 25 MB request per batch): the sandbox's
+    reading of each request is part of its call. Counted outside the calls, it grew ten times
+    faster than the allowance, and a 2M-step Humanoid run was ended for it after ~560k steps."""
+    from activities.sandbox.limits import IDLE_CPU_SHARE
+    from activities.sandbox.watchdog import read_stat
+
+    n = 4096
+    rng = np.random.default_rng(0)
+    obs, action = rng.normal(size=(n, 348)), rng.normal(size=(n, 17))
+    info = {"qpos": rng.normal(size=(n, 24)), "qvel": rng.normal(size=(n, 23))}
+    with SandboxClient() as box:
+        rewards = SandboxRewards(box, REWARD, "cheap.py")
+        ids = [rewards.new_instance()] * n
+        for _ in range(12):
+            rewards.score_columns(ids, np.zeros(n, bool), obs, action, obs, info)
+        watch = box._watch
+        assert watch is not None
+        now, busy = read_stat(watch.pid), watch.busy_s()
+        outside = now.cpu_s - now.main_s + max(0.0, now.main_s - busy)
+        assert outside <= IDLE_CPU_SHARE * busy, (outside, busy)
+        assert watch.check() is None and box.proc.poll() is None
+
+
 async def test_a_background_burn_ends_a_training_run(tmp_path: Path, host: Host) -> None:
     """The finding: each reward call answered in time while a thread burnt a core for the
     whole run. Now the run ends within seconds, blamed on the reward."""
