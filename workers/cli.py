@@ -216,9 +216,10 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--warm-start",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
-        help="start each iteration's training from the best policy so far",
+        help="start each revision from the best policy so far where the new reward values it "
+        "(default for PPO; --no-warm-start trains every iteration from scratch)",
     )
     p.add_argument(
         "--max-llm-cost",

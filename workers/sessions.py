@@ -10,6 +10,7 @@ refuses) ends the command with a one-line error; the text these commands print i
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import uuid
 from collections.abc import Awaitable, Callable
@@ -99,6 +100,8 @@ async def start_and_follow(
     ui_link = settings.ui_link(wid, client.namespace)
     say(console, f"session {shown(wid)} started  ({ui_link})")
     say(console, f"  budget: {budget_line(data)}")
+    if expected := expected_line(data):
+        say(console, f"  expected: {expected}")
     say(console, f"  dashboard: {settings.dashboard_link(wid)}")
     if detach:
         console.print(f"follow it with: policyforge status {wid}")
@@ -126,6 +129,37 @@ def budget_line(data: dict[str, Any]) -> str:
         f"{inp.total_timesteps:,} steps per run ({whose}), stopping from "
         f"{inp.min_training_steps:,} once a checkpoint passes"
     )
+
+
+def expected_line(data: dict[str, Any], cores: int | None = None) -> str | None:
+    """'up to 8 min per run (2,100 steps/s measured for Walker2d-v5 on 2 cores), 3
+    iterations at most; a run stops early once a checkpoint passes', or None for an env
+    without a measured speed. `cores`: this machine's (the figure is the reference
+    machine's: said so where they differ)."""
+    from workflows.contracts.budgets import REFERENCE_CORES, STEPS_PER_S, expected_seconds
+    from workflows.contracts.session import SessionInput
+
+    inp = SessionInput.model_validate(data)
+    seconds = expected_seconds(inp.env_id, inp.total_timesteps)
+    if seconds is None:
+        return None
+    cores = cores or os.cpu_count() or REFERENCE_CORES
+    machine = "" if cores == REFERENCE_CORES else f"; this machine has {cores}"
+    rate = STEPS_PER_S[inp.env_id]
+    iterations = f"{inp.max_iterations} iterations at most" if inp.max_iterations > 1 else "once"
+    return (
+        f"up to {_duration(seconds)} per run ({rate:,.0f} steps/s measured for {inp.env_id} "
+        f"on {REFERENCE_CORES} cores{machine}), {iterations}; a run stops early once a "
+        "checkpoint passes"
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 async def show_status(session_id: str, as_json: bool) -> None:

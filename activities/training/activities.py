@@ -363,7 +363,12 @@ async def train_policy(req: TrainRequest) -> TrainResult:
                     activity.heartbeat(progress)
                     meter.progress(progress.timesteps)
                 elif kind == "warm_start":
-                    log.info("warm start", applied=event.get("applied"), reason=event.get("reason"))
+                    log.info(
+                        "warm start",
+                        applied=event.get("applied"),
+                        reason=event.get("reason"),
+                        returns=event.get("returns"),
+                    )
                 elif kind == "checkpoint":
                     # Upload first, then heartbeat its key: a retry only sees complete checkpoints.
                     folder = out / event["dir"]

@@ -83,7 +83,11 @@ async def test_a_revision_warm_starts_on_the_engine_and_resumes_after_sigkill(
     # The revision trained on the engine (its batch record), from iteration 1's policy: the
     # record of the warm start came through the checkpoint the retry resumed from.
     assert summary["batch"]["members"] == ["run"]
-    assert summary["warm_start"] == {"applied": True, "reason": None}
+    # Kept because the revised reward values what iteration 1's policy does more than what a
+    # fresh policy does (both episodes' returns are recorded).
+    warm = summary["warm_start"]
+    assert warm["applied"] is True and warm["reason"] is None
+    assert warm["returns"]["previous"] >= warm["returns"]["fresh"]
     assert killed_at <= summary["resumed_from_timesteps"] < summary["timesteps_done"]
     # The killed worker loaded iteration 1's best policy; the retry loaded none, it resumed.
     started = [r for r in _log_records(log, "warm start") if "model" in r]

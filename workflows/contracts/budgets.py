@@ -39,7 +39,21 @@ BODY_STEPS: dict[str, int] = {
 # An env without a measured budget (a custom one).
 DEFAULT_STEPS = 200_000
 
+# Steps per second of one PPO run alone on the engine (both cores: physics threads and torch's),
+# the env's own reward, measured with `policyforge bench-train --env ENV --timesteps 30000
+# --candidates 1 --sides batched` on the 2-core reference machine: what a session's expected
+# wall time is worked out from. A custom reward adds its own cost (about 10% for one of a few
+# primitives).
+REFERENCE_CORES = 2
+STEPS_PER_S: dict[str, float] = {}
+
 
 def body_budget(env_id: str) -> int:
     """The default steps per run of a session's first iteration on `env_id`."""
     return BODY_STEPS.get(env_id, DEFAULT_STEPS)
+
+
+def expected_seconds(env_id: str, steps: int) -> float | None:
+    """Wall seconds `steps` of one run take on the reference machine (None: not measured)."""
+    rate = STEPS_PER_S.get(env_id)
+    return steps / rate if rate else None

@@ -93,7 +93,9 @@ class SessionInput(UserInput):
     # PPO hyperparameter configs trained per candidate: the env's preset, then variants of it
     # (activities/training/presets.py VARIANTS).
     configs: int = 1
-    # Start each iteration's training from the best policy so far instead of from scratch.
+    # A revision starts from the best policy so far (kept only where its new reward values
+    # that policy more than a fresh one: activities/training/batched/warm.py). Left out: on
+    # for PPO, off for SAC and TD3.
     warm_start: bool = False
     # The RL algorithm: PPO (default, presets per env), SAC or TD3 (rl-zoo settings).
     algo: Literal["ppo", "sac", "td3"] = "ppo"
@@ -115,10 +117,15 @@ class SessionInput(UserInput):
 
     @model_validator(mode="before")
     @classmethod
-    def _body_budget(cls, data: object) -> object:
-        """No total_timesteps given: the body's budget."""
-        if isinstance(data, dict) and data.get("total_timesteps") is None:
-            return {**data, "total_timesteps": body_budget(str(data.get("env_id", "")))}
+    def _from_the_body(cls, data: object) -> object:
+        """No total_timesteps given: the body's budget. No warm_start given: PPO revisions
+        start from the best policy so far (SAC and TD3 do not warm-start)."""
+        if not isinstance(data, dict):
+            return data
+        if data.get("total_timesteps") is None:
+            data = {**data, "total_timesteps": body_budget(str(data.get("env_id", "")))}
+        if data.get("warm_start") is None:
+            data = {**data, "warm_start": data.get("algo", "ppo") == "ppo"}
         return data
 
     @property

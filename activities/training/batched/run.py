@@ -37,7 +37,7 @@ from activities.training.batched.between_updates import (
 from activities.training.batched.export import save_candidate
 from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStats
 from activities.training.batched.state import load_state, save_state
-from activities.training.batched.warm import warm_start
+from activities.training.batched.warm import warm_or_cold
 from activities.training.board import Board
 from activities.training.eval_checkpoints import stop_requested
 from activities.training.ppo import final_term_means
@@ -105,19 +105,18 @@ def train_members(
     )
     resumed: int | None = None
     scalars: list[list[dict[str, Any]]] = [[] for _ in candidates]
-    warm: dict[str, Any] | None = None  # whether the run started from a previous policy
+    # Per member: whether it started from the previous policy (None: none was given).
+    warm: list[dict[str, Any] | None] = [None] * len(candidates)
     if req.init_dir and not req.resume_dir:
         # Every member from the same previous policy (a resumed run has its own state).
-        reasons = [warm_start(ppo, k, Path(req.init_dir)) for k in range(ppo.k)]
-        warm = {
-            "applied": all(r is None for r in reasons),
-            "reason": next(filter(None, reasons), None),
-        }
-        emit({"event": "warm_start", **warm})
+        decided = [warm_or_cold(ppo, k, Path(req.init_dir), req.seed) for k in range(ppo.k)]
+        for cand, what in zip(candidates, decided, strict=True):
+            emit({"event": "warm_start", "member": cand.name, **what})
+        warm = list(decided)
     if req.resume_dir:
         resumed, extra = load_state(ppo, Path(req.resume_dir))
         scalars = extra.get("scalars", scalars)  # the rows the first attempt wrote
-        warm = extra.get("warm_start")
+        warm = extra.get("warm_start") or warm
         emit({"event": "resumed", "timesteps": resumed})
     evals = EvalPoints(req, ppo, folders, emit)
     boards = [Board(folder / "tensorboard") for folder in folders]
@@ -193,7 +192,7 @@ def train_members(
         summary = _summary(req, ppo, k, wall, trained, resumed, scalars[k])
         summary["eval_checkpoint_seconds"] = round(evals.seconds, 2)
         summary["stopped_at_pct"] = stopped.get("pct")
-        summary["warm_start"] = warm
+        summary["warm_start"] = warm[k]
         if planner is not None:
             summary["time_plan"] = planner.record()
         (folder / SUMMARY).write_text(json.dumps(summary))

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from torch import nn
 
+from activities.training.batched.envs import BatchEnvs, Transitions
 from activities.training.batched.export import to_sb3
 from activities.training.policy_io import load_vecnormalize, load_weights
 
@@ -84,6 +85,97 @@ def warm_start(ppo: BatchedPPO, k: int, init_dir: Path) -> str | None:
         ppo._with_extras(ppo.envs.obs.reshape(ppo.k, ppo.e, -1), ppo._features())
     )
     return None
+
+
+def warm_or_cold(ppo: BatchedPPO, k: int, init_dir: Path, seed: int) -> dict[str, Any]:
+    """Start candidate k from the policy in `init_dir` when its new reward values what that
+    policy does: its deterministic episode returns at least as much under the new reward as
+    the fresh policy's. Else (a reward that changed sign or meaning) the candidate starts cold.
+    What was decided: {"applied", "reason", "returns": {"previous", "fresh"}}.
+
+    Measured on the engine (200k steps of a revision after 200k steps of the first reward, one
+    seed, deterministic replays): Hopper "hop forward" with its forward weight doubled and its
+    healthy bonus halved (the reviser's kind of change) reached 2.22 m/s over 310-step episodes
+    warm against 0.89 m/s over 140 cold; HalfCheetah "run forward" revised to "run backward"
+    reached -4.90 m/s warm against -5.62 cold (warm stood still for its first 50k steps). The
+    returns decided both as measured: Hopper's previous policy 718 against a fresh one's 1.1
+    (warm), the cheetah's -4,018 against -7.9 (cold).
+    """
+    fresh_state = _snapshot(ppo, k)
+    fresh = episode_return(ppo, k, seed)
+    why_not = warm_start(ppo, k, init_dir)
+    if why_not is not None:
+        return {"applied": False, "reason": why_not, "returns": None}
+    previous = episode_return(ppo, k, seed)
+    returns = {"previous": round(previous, 3), "fresh": round(fresh, 3)}
+    if previous >= fresh:
+        return {"applied": True, "reason": None, "returns": returns}
+    _restore(ppo, k, fresh_state)
+    reason = (
+        f"the previous policy returns {previous:.4g} under this reward, a fresh one "
+        f"{fresh:.4g}: the reward changed sign or meaning, so the run starts cold"
+    )
+    return {"applied": False, "reason": reason, "returns": returns}
+
+
+def _snapshot(ppo: BatchedPPO, k: int) -> dict[str, Any]:
+    norm = ppo.norm
+    return {
+        "params": [p[k].detach().clone() for p in ppo.params],
+        "stats": [
+            (s.mean[k].copy(), s.var[k].copy(), float(s.count[k]))
+            for s in (norm.obs_rms, norm.ret_rms)
+        ],
+        "obs_n": ppo.obs_n[k].copy(),
+    }
+
+
+def _restore(ppo: BatchedPPO, k: int, state: dict[str, Any]) -> None:
+    with torch.no_grad():
+        for p, saved in zip(ppo.params, state["params"], strict=True):
+            p[k].copy_(saved)
+    for stats, (mean, var, count) in zip(
+        (ppo.norm.obs_rms, ppo.norm.ret_rms), state["stats"], strict=True
+    ):
+        stats.mean[k], stats.var[k], stats.count[k] = mean, var, count
+    ppo.obs_n[k] = state["obs_n"]
+
+
+def episode_return(ppo: BatchedPPO, k: int, seed: int) -> float:
+    """Candidate k's reward summed over one deterministic episode of its policy as it is now
+    (its shaped env, a fresh instance of its reward): what a warm start is weighed by."""
+    rewards = ppo.candidates[k].rewards
+    shaping = ppo.shapings[k]
+    envs = BatchEnvs(ppo.envs.env_id, 1, seed, sensors=getattr(rewards, "reads_sensors", False))
+    envs.shape(slice(0, 1), shaping)
+    clock = shaping.phase_clock(envs.env_id, 1, envs.max_steps)
+    extras = np.zeros((ppo.k, 1, ppo.extra), dtype=np.float32)
+    steps: list[Transitions] = []
+    obs = envs.reset(seeds=[seed])
+    try:
+        while not steps or not (steps[-1].terminated[0] or steps[-1].truncated[0]):
+            batch = np.repeat(obs[None], ppo.k, axis=0)
+            out = envs.step(ppo.deterministic_actions(batch, extras)[k])
+            if clock is not None:
+                out.info.update(clock.advance(out.info))
+                extras[k, :, : clock.width] = clock.features()
+            steps.append(out)
+            obs = envs.obs
+    finally:
+        envs.close()
+    rid = rewards.new_instance()
+    try:
+        totals, _ = rewards.score_columns(
+            [rid] * len(steps),
+            np.array([s.start[0] for s in steps]),
+            np.stack([s.obs[0] for s in steps]),
+            np.stack([s.action[0] for s in steps]),
+            np.stack([s.next_obs[0] for s in steps]),
+            {key: np.stack([s.info[key][0] for s in steps]) for key in steps[0].info},
+        )
+    finally:
+        rewards.drop(rid)
+    return float(totals.sum())
 
 
 def _copy_into(

@@ -17,7 +17,7 @@ from activities.training.batched.evaluate import evaluate_candidates
 from activities.training.batched.export import save_candidate
 from activities.training.batched.normalize import StackedNormalizer
 from activities.training.batched.ppo import BatchedPPO, Candidate, batch_shape
-from activities.training.batched.warm import warm_start
+from activities.training.batched.warm import warm_or_cold, warm_start
 from activities.training.evaluation import deterministic_act
 from activities.training.policy_io import load_vecnormalize
 from activities.training.presets import preset_for
@@ -213,6 +213,42 @@ def test_a_warm_start_continues_the_saved_policy_on_the_engine(tmp_path: Path, s
     new.learn()  # and it trains on from there
     assert new.steps_done == 4096
     old.close(), new.close()
+
+
+PUSH = """
+def reward_fn(obs, action, next_obs, info):
+    r = {sign} * float(action.sum())
+    return r, {{"push": r}}
+"""
+
+
+@pytest.mark.parametrize(("sign", "applied"), [(1, True), (-1, False)])
+def test_a_warm_start_is_kept_only_when_the_new_reward_values_the_previous_policy(
+    tmp_path: Path, sign: int, applied: bool
+):
+    # The previous policy pushes every joint to +0.9. A reward that pays for pushing keeps
+    # the warm start; one that pays for the opposite (a reward that changed sign) starts cold,
+    # every parameter and statistic as the fresh policy had them.
+    env = "HalfCheetah-v5"
+    old = BatchedPPO(env, [Candidate("run", _local(PUSH.format(sign=1)), preset_for(env))], 2048, 5)
+    with torch.no_grad():
+        old.policy.actor.biases[-1][0].fill_(0.9)
+    save_candidate(old, 0, tmp_path / "prev")
+    old.close()
+    new = BatchedPPO(
+        env, [Candidate("run", _local(PUSH.format(sign=sign)), preset_for(env))], 2048, 9
+    )
+    fresh = [p.detach().clone() for p in new.policy.parameters()]
+    decided = warm_or_cold(new, 0, tmp_path / "prev", seed=3)
+    assert decided["applied"] is applied
+    previous, start = decided["returns"]["previous"], decided["returns"]["fresh"]
+    assert (previous > start) is applied and abs(previous) > 1000  # 1,000 steps of +-0.9 x 6
+    unchanged = all(torch.equal(a, b) for a, b in zip(fresh, new.policy.parameters(), strict=True))
+    assert unchanged is not applied
+    if not applied:
+        assert "changed sign or meaning" in decided["reason"]
+    new.learn()
+    new.close()
 
 
 def test_a_warm_start_that_does_not_fit_keeps_the_fresh_policy_and_says_why(tmp_path: Path):
