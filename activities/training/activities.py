@@ -13,7 +13,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -35,7 +35,7 @@ from activities.runner.protocol import (
 )
 from activities.runner.supervisor import run_child, sandbox_refused
 from activities.training import beside, job
-from activities.training.cores import cores
+from activities.training.core_share import sharing_cores
 from activities.training.judge_validation import judge_problem
 from activities.training.presets import config_variants
 from activities.training.stop_at_pass import Stopper
@@ -220,21 +220,6 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
 # A single run's checkpoint: the engine's (a batch of one), or the SB3 trainer's (SAC, TD3, a
 # warm start, and runs that began before the engine trained single runs).
 RUN_CHECKPOINT_FILES = BATCH_CHECKPOINT_FILES + CHECKPOINT_FILES
-_RUNNING: list[object] = []  # training children in progress in this worker (their core shares)
-
-
-@contextlib.contextmanager
-def sharing_cores(children: int = 1) -> Iterator[int]:
-    """Count `children` training children as running while the block runs; the threads each
-    may use: this worker's cores shared by every child in progress (a child started later gets
-    a smaller share; the OS shares the cores when they overlap)."""
-    token = object()
-    _RUNNING.extend([token] * children)
-    try:
-        yield max(1, cores() // len(_RUNNING))
-    finally:
-        for _ in range(children):
-            _RUNNING.remove(token)
 
 
 def checkpoint_every(timesteps: int) -> int:
@@ -328,11 +313,12 @@ async def train_policy(req: TrainRequest) -> TrainResult:
     # Heartbeats from start to end, downloads and uploads included (a heartbeat timeout is set).
     async with _heartbeating(lambda: progress):
         with (
-            sharing_cores() as threads,
+            sharing_cores() as share,
             tempfile.TemporaryDirectory(prefix="pf-train-", ignore_cleanup_errors=True) as tmp,
         ):
-            child = child.model_copy(update={"threads": threads})
+            child = child.model_copy(update={"threads": share.threads})
             out = Path(tmp) / "out"
+            share.follow(out)  # the engine takes a new share between updates
             if resume_from is not None:
                 assert resume_from.checkpoint_key is not None
                 local = Path(tmp) / "resume"
@@ -362,6 +348,8 @@ async def train_policy(req: TrainRequest) -> TrainResult:
                     )
                     activity.heartbeat(progress)
                     meter.progress(progress.timesteps)
+                elif kind == "threads":
+                    log.info("core share", threads=event.get("threads"))
                 elif kind == "warm_start":
                     log.info(
                         "warm start",

@@ -43,11 +43,11 @@ from activities.training.activities import (
     _upload_folder,
     checkpoint_every,
     config_overrides,
-    sharing_cores,
     train_device,
     train_result,
     train_timeout_s,
 )
+from activities.training.core_share import Share, sharing_cores
 from activities.training.eval_checkpoints import HANDOFF, write_marker
 from activities.training.presets import batch_key, preset_for
 from workflows.contracts.activities import TRAIN_BATCH, implements
@@ -139,12 +139,13 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
 
     t0 = time.monotonic()
 
-    async def one(i: int, members: list[BatchMemberRef], tmp: Path, threads: int) -> None:
+    async def one(i: int, members: list[BatchMemberRef], tmp: Path, share: Share) -> None:
         name = f"g{i}"
         out = tmp / name / "out"
+        share.follow(out)  # the engine takes a new share between updates
         child = ChildRequest(
             env_id=req.env_id,
-            threads=threads,
+            threads=share.threads,
             timesteps=req.timesteps,
             seed=req.seed,
             checkpoint_every=checkpoint_every(req.timesteps),
@@ -256,10 +257,10 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
     log.info("training batch", members=len(req.members), groups=len(groups))
     async with _heartbeating(lambda: progress):
         with (
-            sharing_cores(len(groups)) as threads,
+            sharing_cores(len(groups)) as share,
             tempfile.TemporaryDirectory(prefix="pf-batch-", ignore_cleanup_errors=True) as tmp,
         ):
-            await asyncio.gather(*(one(i, g, Path(tmp), threads) for i, g in enumerate(groups)))
+            await asyncio.gather(*(one(i, g, Path(tmp), share) for i, g in enumerate(groups)))
     wall = time.monotonic() - t0
     ordered = [results[m.run_name] for m in req.members]
     steps = sum(r.timesteps_done - (r.resumed_from_timesteps or 0) for r in ordered)

@@ -33,16 +33,27 @@ class PhysicsStepper:
 
     def __init__(self, envs: Sequence[MujocoEnv], threads: int = 1) -> None:
         self.envs = list(envs)
-        n = len(self.envs)
-        self.threads = max(1, min(int(threads), n))
-        bounds = np.linspace(0, n, self.threads + 1).astype(int)
-        self.slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
         model = self.envs[0].model
-        self.qpos = np.zeros((n, model.nq))
-        self.qvel = np.zeros((n, model.nv))
+        self.qpos = np.zeros((len(self.envs), model.nq))
+        self.qvel = np.zeros((len(self.envs), model.nv))
         self.frame_skip = int(self.envs[0].frame_skip)
-        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         self.seconds = 0.0  # wall time in `step`
+        self._pool: ThreadPoolExecutor | None = None
+        self.threads = 0
+        self.set_threads(threads)
+
+    def set_threads(self, threads: int) -> None:
+        """Step on `threads` threads from now on (the worker re-shares its cores as runs start
+        and end), timing both ways again when there is more than one."""
+        n = len(self.envs)
+        threads = max(1, min(int(threads), n))
+        if threads == self.threads:
+            return
+        self.close()
+        self.threads = threads
+        bounds = np.linspace(0, n, threads + 1).astype(int)
+        self.slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        self._pool = ThreadPoolExecutor(threads) if threads > 1 else None
         # The trial: seconds on the threads and in the calling thread, then the choice.
         self._calls = 0
         self._trial = {"threads": 0.0, "alone": 0.0}

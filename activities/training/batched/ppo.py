@@ -537,5 +537,11 @@ class BatchedPPO:
         space = self.envs.action_space
         return np.clip(self.env_actions(mean), space.low, space.high)
 
+    def set_threads(self, threads: int) -> None:
+        """Physics and torch on `threads` threads from the next step on (a new core share)."""
+        self.threads = max(1, threads)
+        torch.set_num_threads(self.threads)
+        self.envs.stepper.set_threads(self.threads)
+
     def close(self) -> None:
         self.envs.close()

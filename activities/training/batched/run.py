@@ -39,6 +39,7 @@ from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStat
 from activities.training.batched.state import load_state, save_state
 from activities.training.batched.warm import warm_or_cold
 from activities.training.board import Board
+from activities.training.core_share import threads_asked
 from activities.training.eval_checkpoints import stop_requested
 from activities.training.ppo import final_term_means
 from activities.training.presets import preset_for
@@ -158,6 +159,9 @@ def train_members(
             # Training's own time: evaluations played here are not what the plan measures.
             spent = evals.seconds + (periodic.seconds if periodic is not None else 0.0)
             planner.after_update(now - t0 - spent)
+        if (asked := threads_asked(out)) is not None and asked != p.threads:
+            p.set_threads(asked)
+            emit({"event": "threads", "threads": asked, "timesteps": p.steps_done})
         if (marker := stop_requested(out)) is not None and not p.stopped:
             p.stopped, stopped["pct"] = True, int(marker["pct"])
             emit({"event": "stopped_at_pass", "timesteps": p.steps_done, **marker})
