@@ -12,6 +12,7 @@ from typing import Any
 from activities.runner.protocol import ChildFailed, ChildRequest
 from activities.runner.supervisor import run_child
 from activities.training import job
+from activities.training.cores import cores
 from activities.training.reward_runtime import RewardLoadError, parse_check
 
 OnProgress = Callable[[int, float | None], None]
@@ -56,7 +57,8 @@ def train_local(
         "reward_filename": Path(reward_path).name,
         "seed": seed,
     }
-    train_req = ChildRequest(**common, timesteps=timesteps, ppo=ppo or {})
+    # Every core, as a session's run alone on a train worker gets (POLICYFORGE_TRAIN_CORES caps).
+    train_req = ChildRequest(**common, timesteps=timesteps, ppo=ppo or {}, threads=cores())
     eval_req = ChildRequest(**common, max_steps=max_eval_steps, record_video=record_video)
 
     def on_event(event: dict[str, Any]) -> None:

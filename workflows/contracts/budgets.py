@@ -31,8 +31,9 @@ BODY_STEPS: dict[str, int] = {
     # with 1M its checkpoints' worst episodes missed until the end, and it trained all 1M
     # (186 s) for the same verdict.
     "Reacher-v5": 300_000,
-    # rl-zoo trains PPO on Humanoid for 10M steps; at about 2.5k steps/s here that is over an
-    # hour a run, so the humanoids start at 2M (about 13 minutes here, 2 on 16 cores).
+    # rl-zoo trains PPO on Humanoid for 10M steps; at about 3.4k steps/s here that is 50 min a
+    # run, so the humanoids start at 2M (about 10 minutes here). "Walk forward with a natural
+    # gait" passed at its 75% checkpoint (1.5M steps: 0.81 m/s, 1,000-step episodes).
     "Humanoid-v5": 2_000_000,
     "HumanoidStandup-v5": 2_000_000,
 }
@@ -40,12 +41,23 @@ BODY_STEPS: dict[str, int] = {
 DEFAULT_STEPS = 200_000
 
 # Steps per second of one PPO run alone on the engine (both cores: physics threads and torch's),
-# the env's own reward, measured with `policyforge bench-train --env ENV --timesteps 30000
-# --candidates 1 --sides batched` on the 2-core reference machine: what a session's expected
-# wall time is worked out from. A custom reward adds its own cost (about 10% for one of a few
-# primitives).
+# under the offline author's reward for a dev intent on that body (its sandbox included), from
+# `policyforge train REWARD --env ENV --timesteps 30000` on the 2-core reference machine:
+# what a session's expected wall time is worked out from. Two sessions at once share the
+# cores (each about half of this).
 REFERENCE_CORES = 2
-STEPS_PER_S: dict[str, float] = {}
+STEPS_PER_S: dict[str, float] = {
+    "HalfCheetah-v5": 9_860,
+    "Ant-v5": 3_470,
+    "Hopper-v5": 6_690,
+    "Walker2d-v5": 5_440,
+    "Humanoid-v5": 3_430,
+    "HumanoidStandup-v5": 2_930,
+    "Swimmer-v5": 5_610,
+    "Reacher-v5": 8_660,
+    "InvertedPendulum-v5": 7_910,
+    "InvertedDoublePendulum-v5": 7_420,
+}
 
 
 def body_budget(env_id: str) -> int:
@@ -57,3 +69,23 @@ def expected_seconds(env_id: str, steps: int) -> float | None:
     """Wall seconds `steps` of one run take on the reference machine (None: not measured)."""
     rate = STEPS_PER_S.get(env_id)
     return steps / rate if rate else None
+
+
+def describe() -> str:
+    """The budget table as markdown (README): each body's steps and the wall time they take
+    on the reference machine. `python -m workflows.contracts.budgets` prints it."""
+    lines = [
+        f"| env | budget (steps per run) | steps/s on {REFERENCE_CORES} cores | "
+        f"a run's budget on {REFERENCE_CORES} cores |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for env_id, steps in BODY_STEPS.items():
+        rate = STEPS_PER_S.get(env_id)
+        seconds = expected_seconds(env_id, steps)
+        took = f"{seconds / 60:.1f} min" if seconds is not None else "not measured"
+        lines.append(f"| {env_id} | {steps:,} | {f'{rate:,.0f}' if rate else '-'} | {took} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(describe())
