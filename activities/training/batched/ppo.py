@@ -2,8 +2,9 @@
 normalisation statistics and hyperparameters, every step and update batched across them.
 
 Candidate k owns envs [k*E, (k+1)*E) of one `BatchEnvs`. A rollout steps all K*E envs with
-one batched policy forward per step; rewards are scored after the rollout, one call per
-candidate into that candidate's sandbox (PPO's actions never depend on rewards); the update runs
+one batched policy forward per step; rewards are scored while the rollout goes on, a chunk of
+steps at a time, one call per candidate into that candidate's sandbox on a scoring thread (PPO's
+actions never depend on rewards; the rollout waits only for its last chunk); the update runs
 minibatches of all K candidates through the stacked networks together, each candidate's loss,
 gradient clipping and Adam step its own. The algorithm is Stable-Baselines3's PPO (clipped
 surrogate, unclipped value loss, per-minibatch advantage normalisation, GAE, time-limit
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +36,10 @@ from activities.training.presets import SHAPE_FIELDS, PPOPreset
 from activities.training.reward_runtime import ColumnRewards
 
 ADAM_BETAS = (0.9, 0.999)
+# Rows per call to a candidate's sandbox while a rollout goes on (a whole rollout is 2-4k rows).
+SCORE_ROWS = 512
+# One chunk's scores for a candidate: (totals, terms), the reward's error, or None (dropped).
+Scored = tuple[np.ndarray, dict[str, np.ndarray]] | RewardLoadError | None
 ADAM_EPS = 1e-5  # SB3's for PPO
 
 
@@ -187,6 +193,7 @@ class BatchedPPO:
         self.adam_v = [torch.zeros_like(p) for p in self.params]
         self.adam_t = 0
         self.ids = [[c.rewards.new_instance() for _ in range(self.e)] for c in candidates]
+        self._scorer = ThreadPoolExecutor(1, thread_name_prefix="reward-scoring")
         self.stats = [CandidateStats() for _ in candidates]
         self.steps_done = 0  # per candidate
         self.updates = 0
@@ -198,9 +205,10 @@ class BatchedPPO:
         self.obs_n = self._policy_obs(self._with_extras(first, self._features()), update=True)
         self.starts = np.ones((self.k, self.e), dtype=bool)
         # Where the time goes: the rollout (of which physics and the policy's forward passes),
-        # the reward's sandbox calls, the update.
+        # the rewards, the update. "reward" is what training waited for its rewards,
+        # "scoring" the scoring thread's time in the sandboxes' calls (mostly beside physics).
         self.seconds: dict[str, float] = dict.fromkeys(
-            ("rollout", "physics", "policy", "reward", "update"), 0.0
+            ("rollout", "physics", "policy", "reward", "scoring", "update"), 0.0
         )
 
     def _grouped(self, x: np.ndarray) -> np.ndarray:
@@ -271,7 +279,9 @@ class BatchedPPO:
         physics = self.envs.stepper.seconds
         batch = self._rollout()
         t1 = time.perf_counter()
-        raw = self._score(batch["transitions"])
+        # The rollout's last rows are still being scored: what the run waits for is the
+        # reward's cost (the rest was scored while the physics stepped on).
+        raw = self._score(batch["transitions"], batch["scored"])
         t2 = time.perf_counter()
         rewards = self.norm.rewards(raw, batch["dones"]) + batch["bootstrap"]
         adv, ret = self._gae(rewards, batch["values"], batch["starts"], batch["last_values"])
@@ -295,6 +305,12 @@ class BatchedPPO:
         dones = np.zeros((t, k, e), dtype=bool)
         bootstrap = np.zeros((t, k, e), dtype=np.float32)
         transitions: list[Transitions] = []
+        # Rows go to the reward sandboxes a chunk of steps at a time, on one scoring thread
+        # (in step order: a stateful reward sees its env's steps in turn), while the physics
+        # steps on: mj_step and the sandbox's answers both leave the GIL free.
+        scored: list[Future[list[Scored]]] = []
+        chunk = max(1, SCORE_ROWS // e)
+        done_to = 0
         gamma = self.gamma.reshape(k, 1).astype(np.float32)
         link = self.link
         with torch.no_grad():
@@ -320,6 +336,10 @@ class BatchedPPO:
                     [v] = link.to_host(self.policy.value(link.to_device("last", last)))
                     bootstrap[step] = np.where(trunc, gamma * v, 0.0)
                 self.starts = done
+                if step + 1 - done_to >= chunk or step == t - 1:
+                    part = transitions[done_to : step + 1]
+                    scored.append(self._scorer.submit(self._score_rows, part))
+                    done_to = step + 1
             [last_values] = link.to_host(self.policy.value(link.to_device("obs", self.obs_n)))
         return {
             "obs": obs,
@@ -331,11 +351,10 @@ class BatchedPPO:
             "bootstrap": bootstrap,
             "last_values": last_values,
             "transitions": transitions,
+            "scored": scored,
         }
 
-    def _score(self, transitions: list[Transitions]) -> np.ndarray:
-        """Each candidate's rewards for the rollout, (T, K, E), one sandbox call per candidate;
-        episode sums into the candidate's stats."""
+    def _stacked(self, transitions: list[Transitions]) -> Callable[..., np.ndarray]:
         k, e, t = self.k, self.e, len(transitions)
 
         def cat(get: Callable[[Transitions], np.ndarray]) -> np.ndarray:
@@ -344,31 +363,71 @@ class BatchedPPO:
             x = x.reshape(t, k, e, *x.shape[2:]).swapaxes(0, 1)
             return x.reshape(k, t * e, *x.shape[3:])
 
+        return cat
+
+    def _score_rows(self, transitions: list[Transitions]) -> list[Scored]:
+        """Each candidate's (totals, terms) for these steps' rows, one sandbox call per
+        candidate (on the scoring thread); its RewardLoadError instead where it failed, None
+        for a candidate already dropped."""
+        started = time.perf_counter()
+        t = len(transitions)
+        cat = self._stacked(transitions)
         obs, act, nxt = cat(lambda r: r.obs), cat(lambda r: r.action), cat(lambda r: r.next_obs)
         start = cat(lambda r: r.start)
         info = {key: cat(_field(key)) for key in transitions[0].info}
+        out: list[Scored] = []
+        for c, cand in enumerate(self.candidates):
+            if c in self.faults:
+                out.append(None)
+                continue
+            try:
+                out.append(
+                    cand.rewards.score_columns(
+                        np.tile(self.ids[c], t).tolist(),
+                        start[c],
+                        obs[c],
+                        act[c],
+                        nxt[c],
+                        {name: col[c] for name, col in info.items()},
+                    )
+                )
+            except RewardLoadError as exc:
+                out.append(exc)
+        self.seconds["scoring"] += time.perf_counter() - started
+        return out
+
+    def _score(
+        self, transitions: list[Transitions], scored: list[Future[list[Scored]]]
+    ) -> np.ndarray:
+        """Each candidate's rewards for the rollout, (T, K, E), from its chunks as scored;
+        episode sums into the candidate's stats. A candidate whose reward failed is dropped
+        (`drop_faulty`) or ends the run with the reward's error."""
+        k, e, t = self.k, self.e, len(transitions)
+        chunks = [future.result() for future in scored]
+        cat = self._stacked(transitions)
         env_r = cat(lambda r: r.env_reward).reshape(k, t, e)
         done = cat(lambda r: r.terminated | r.truncated).reshape(k, t, e)
         out = np.zeros((t, k, e))
-        for c, cand in enumerate(self.candidates):
+        for c in range(k):
             if c in self.faults:
                 continue
-            try:
-                totals, terms = cand.rewards.score_columns(
-                    np.tile(self.ids[c], t).tolist(),
-                    start[c],
-                    obs[c],
-                    act[c],
-                    nxt[c],
-                    {name: col[c] for name, col in info.items()},
-                )
-            except RewardLoadError as exc:
+            parts = [chunk[c] for chunk in chunks]
+            failed = next((p for p in parts if isinstance(p, RewardLoadError)), None)
+            if failed is not None or any(p is None for p in parts):
+                if failed is None:
+                    continue
                 if not self.drop_faulty:
-                    raise
-                self.faults[c] = str(exc)
+                    raise failed
+                self.faults[c] = str(failed)
                 # Nothing left to train when every candidate failed.
                 self.stopped = len(self.faults) == self.k
                 continue
+            pairs = [p for p in parts if isinstance(p, tuple)]
+            totals = np.concatenate([p[0] for p in pairs])
+            names = list(dict.fromkeys(n for p in pairs for n in p[1]))
+            terms = {
+                n: np.concatenate([p[1].get(n, np.zeros(len(p[0]))) for p in pairs]) for n in names
+            }
             out[:, c] = totals.reshape(t, e)
             stats = self.stats[c]
             stats.transitions += len(totals)
@@ -544,4 +603,5 @@ class BatchedPPO:
         self.envs.stepper.set_threads(self.threads)
 
     def close(self) -> None:
+        self._scorer.shutdown(wait=True)
         self.envs.close()
