@@ -126,6 +126,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--timesteps", type=int, default=50_000, help="PPO steps per run")
     bench.add_argument("--steps", type=int, default=20_000, help="random-action env steps")
     bench.add_argument("--repeats", type=int, default=2)
+    bench.add_argument(
+        "--reward", default=None, help="a reward file to measure (default: a built-in run-forward)"
+    )
     bt = sub.add_parser(
         "bench-train", help="our trainer vs a plain SB3 PPO script on the env's reward, one run"
     )

@@ -140,13 +140,20 @@ def cmd_bench_sandbox(args: argparse.Namespace) -> None:
 
     from workers.local.bench_sandbox import bench
 
-    exit_on(env_errors(args.env_id))
+    errors = env_errors(args.env_id)
+    source = None
+    if args.reward is not None:
+        try:
+            source = Path(args.reward).read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            errors.append(f"--reward: cannot read {args.reward}: {exc}")
+    exit_on(errors)
     console = Console(soft_wrap=True)
     console.print(
         f"{args.env_id}: {args.repeats} x (random steps {args.steps:,}, PPO {args.timesteps:,} "
-        "steps), guarded and unguarded alternating; medians:"
+        "steps), the built-in reward guarded and unguarded alternating; medians:"
     )
-    out = bench(args.env_id, args.timesteps, args.steps, args.repeats)
+    out = bench(args.env_id, args.timesteps, args.steps, args.repeats, reward_source=source)
     console.print(f"  {'':<26}{'unguarded':>12}{'guarded':>12}{'overhead':>10}")
     for metric, label in (
         ("env_steps_per_s", "env steps/s (random)"),
@@ -157,6 +164,13 @@ def cmd_bench_sandbox(args: argparse.Namespace) -> None:
             f"  {label:<26}{row['unguarded']:>12,.0f}{row['guarded']:>12,.0f}"
             f"{row['overhead_pct']:>9.1f}%"
         )
+    cost = out["reward"]
+    whose = args.reward or "the built-in reward"
+    console.print(
+        f"  {whose} in guarded training ({cost['train_steps_per_s']:,.0f} steps/s): "
+        f"{cost['calls_us_per_step']:.1f} us per step in its calls (beside the physics), "
+        f"{cost['wait_pct_of_run']:.1f}% of the run waiting for it"
+    )
     print(json.dumps(out))
 
 
