@@ -65,7 +65,7 @@ def test_a_training_run_takes_a_new_share_between_updates(tmp_path: Path):
     out = tmp_path / "run"
     # The worker gave this run 2 threads at its start, then 1 when another run began.
     write_marker(out / MARKER, {"threads": 1})
-    req = ChildRequest(env_id="Hopper-v5", reward_source=RUN_FORWARD, timesteps=4096, threads=2)
+    req = ChildRequest(env_id="Hopper-v5", reward_source=RUN_FORWARD, timesteps=2048, threads=2)
     events: list[dict] = []
 
     async def seen(event: dict) -> None:
