@@ -151,12 +151,14 @@ def test_the_plateau_rule(before: float | None, now: float, improving: bool):
 @pytest.mark.parametrize(
     ("total", "early", "kept_at"),
     [
-        # A body's budget of 1M: an easy case may stop at 50k, 100k or 200k steps.
-        (1_000_000, 50_000, [50_000, 100_000, 200_000, 250_000, 500_000, 750_000, 1_000_000]),
-        # The demo's 150k: its first quarter comes before 50k steps; nothing is added.
-        (150_000, 50_000, [37_500, 75_000, 112_500, 150_000]),
+        # A body's budget of 1M: an easy case may stop at 50k, 100k, 200k or 400k steps.
+        (1_000_000, 50_000, [50_000, 100_000, 200_000, 250_000, 400_000, 500_000, 750_000]),
+        # The humanoids' 2M: 400k and 800k between the quarters.
+        (2_000_000, 50_000, [50_000, 100_000, 200_000, 400_000, 500_000, 800_000, 1_000_000]),
+        # The demo's 150k: 50k sits between its quarters.
+        (150_000, 50_000, [37_500, 50_000, 75_000, 112_500, 150_000]),
         # 10M: 100k would share the 1% folder with 50k, so it is left out.
-        (10_000_000, 50_000, [50_000, 200_000, 400_000, 800_000, 1_600_000, 2_500_000]),
+        (10_000_000, 50_000, [50_000, 200_000, 400_000, 800_000, 1_600_000, 2_500_000, 3_200_000]),
         (1_000_000, 0, [250_000, 500_000, 750_000, 1_000_000]),
     ],
 )
