@@ -293,6 +293,10 @@ class SandboxRewards:
     counts of repaired (non-finite, clipped) rewards at the end.
     """
 
+    # Its calls wait on the sandbox process: the engine may make them from a scoring thread
+    # while its own thread steps the physics (one call at a time, in order).
+    scores_beside = True
+
     def __init__(
         self,
         box: SandboxClient,

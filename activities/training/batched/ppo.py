@@ -194,6 +194,9 @@ class BatchedPPO:
         self.adam_t = 0
         self.ids = [[c.rewards.new_instance() for _ in range(self.e)] for c in candidates]
         self._scorer = ThreadPoolExecutor(1, thread_name_prefix="reward-scoring")
+        # Scored beside the rollout only where every reward is a sandbox (its calls wait on
+        # another process); in-process rewards are scored after it.
+        self._threaded = all(getattr(c.rewards, "scores_beside", False) for c in candidates)
         self.stats = [CandidateStats() for _ in candidates]
         self.steps_done = 0  # per candidate
         self.updates = 0
@@ -336,7 +339,7 @@ class BatchedPPO:
                     [v] = link.to_host(self.policy.value(link.to_device("last", last)))
                     bootstrap[step] = np.where(trunc, gamma * v, 0.0)
                 self.starts = done
-                if step + 1 - done_to >= chunk or step == t - 1:
+                if self._threaded and (step + 1 - done_to >= chunk or step == t - 1):
                     part = transitions[done_to : step + 1]
                     scored.append(self._scorer.submit(self._score_rows, part))
                     done_to = step + 1
@@ -403,7 +406,9 @@ class BatchedPPO:
         episode sums into the candidate's stats. A candidate whose reward failed is dropped
         (`drop_faulty`) or ends the run with the reward's error."""
         k, e, t = self.k, self.e, len(transitions)
-        chunks = [future.result() for future in scored]
+        # In-process rewards are scored here, in this thread (their call budget is a signal
+        # timer, which only the main thread may set), in one chunk.
+        chunks = [future.result() for future in scored] or [self._score_rows(transitions)]
         cat = self._stacked(transitions)
         env_r = cat(lambda r: r.env_reward).reshape(k, t, e)
         done = cat(lambda r: r.terminated | r.truncated).reshape(k, t, e)

@@ -58,6 +58,17 @@ def test_normalizer_matches_sb3_running_statistics():
             returns[k][dones[t, k]] = 0
 
 
+def test_in_process_guarded_rewards_are_scored_in_the_calling_thread():
+    # Their call budget is a signal timer, which only the main thread may set: the engine
+    # scores them after the rollout, not on its scoring thread (sandboxes are scored beside it).
+    guarded = LocalRewards(load_reward(RUN_FORWARD, "reward.py", guarded=True))
+    ppo = BatchedPPO("Hopper-v5", [Candidate("c0", guarded, preset_for("Hopper-v5"))], 2048, 3)
+    assert not ppo._threaded
+    ppo.learn()
+    assert ppo.steps_done == 2048 and ppo.stats[0].transitions == 2048
+    ppo.close()
+
+
 def test_candidates_must_share_the_batch_shape():
     with pytest.raises(ValueError, match="share n_envs"):
         batch_shape([preset_for("Hopper-v5"), preset_for("Hopper-v5", {"n_envs": 4})])
