@@ -288,3 +288,25 @@ def test_the_trained_read_cases_are_expressed_as_their_class(env_id, intent, cat
         pytest.fail(f"read_intents.csv: unknown category {category!r}")
     if category == "repetition":
         assert any(c.name == "jumps" for c in authored.criteria)
+
+
+@pytest.mark.parametrize(
+    ("intent", "env_id", "clock"),
+    [
+        ("swim forward", "Swimmer-v5", True),
+        ("swim backward at 0.1 m/s", "Swimmer-v5", True),
+        ("walk forward", "Ant-v5", False),
+        ("run forward", "HalfCheetah-v5", False),
+    ],
+)
+def test_swimmer_locomotion_shows_the_policy_the_episode_clock(
+    intent: str, env_id: str, clock: bool
+):
+    # rl-zoo's Swimmer recipe gives the policy a time feature; the offline author's Swimmer
+    # locomotion rewards declare it (SHAPING clock), and say so. Other bodies do not need it.
+    from activities.sandbox.reward_code import load_reward
+
+    authored = OfflineAuthor().author(intent, env_id)
+    loaded = load_reward(authored.reward.code, "reward.py")
+    assert (loaded.shaping == {"clock": True}) is clock
+    assert ("episode's clock" in authored.reward.summary) is clock
