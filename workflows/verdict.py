@@ -93,15 +93,24 @@ def unmet(scores: Iterable[CriterionScore]) -> list[CriterionScore]:
     return [s for s in scores if not is_met(s)]
 
 
-def _num(value: float, unit: str) -> str:
-    text = f"{value:.2f}" if abs(value) >= 0.01 or value == 0 else f"{value:.3g}"
+def _num(value: float, unit: str, decimals: int = 2) -> str:
+    text = f"{value:.{decimals}f}" if abs(value) >= 0.01 or value == 0 else f"{value:.3g}"
     return f"{text} {unit}".rstrip()
 
 
-def target_text(s: CriterionScore | Criterion) -> str:
+def _apart(value: float, target: float) -> int:
+    """Decimals that show an unmet value apart from its target ('0.145 m/s, target at least
+    0.150 m/s', never '0.15 m/s, target at least 0.15 m/s'); 2 where two already do."""
+    for decimals in range(2, 7):
+        if f"{value:.{decimals}f}" != f"{target:.{decimals}f}":
+            return decimals
+    return 6
+
+
+def target_text(s: CriterionScore | Criterion, decimals: int = 2) -> str:
     """'at least 2.00 m/s', 'at most 0.20 m/s', 'near 1.00 m/s ± 0.08 m/s'."""
     word = DIRECTION_WORDS.get(s.direction, s.direction)
-    text = f"{word} {_num(s.target, s.unit)}"
+    text = f"{word} {_num(s.target, s.unit, decimals)}"
     tolerance = getattr(s, "tolerance", 0.0)
     if s.direction == "near" and tolerance:
         text += f" ± {_num(tolerance, s.unit)}"
@@ -115,7 +124,8 @@ def shortfall(s: CriterionScore) -> str:
         return f"{name}: the video judge says {s.verdict.replace('_', ' ') or 'not met'}"
     if not s.measured:
         return f"{name} not measured, target {target_text(s)}"
-    return f"{name} {_num(s.value, s.unit)}, target {target_text(s)}"
+    decimals = _apart(s.value, s.target)
+    return f"{name} {_num(s.value, s.unit, decimals)}, target {target_text(s, decimals)}"
 
 
 def verdict_text(passed: bool, scores: Sequence[CriterionScore], limit: int = 3) -> str:
