@@ -262,7 +262,8 @@ def _figures(side: dict[str, Any], names: list[str], target: float, procs: int) 
 def per_sample(seconds: dict[str, float], steps: int) -> dict[str, float]:
     """Microseconds per env step in each part of the engine's loop, summed over its processes:
     physics and the policy's forward passes (the rollout's other work, the kernels and the
-    normalisation, is what is left of "rollout"), the reward's sandbox calls, the update."""
+    normalisation, is what is left of "rollout"), the wait for the rewards (their sandbox calls
+    run beside the rollout: "scoring" in `seconds`), the update."""
     us = {k: 1e6 * v / max(steps, 1) for k, v in seconds.items()}
     parts = {name: us.get(name, 0.0) for name in ("physics", "policy", "reward", "update")}
     parts["rollout other"] = max(0.0, us.get("rollout", 0.0) - parts["physics"] - parts["policy"])
