@@ -601,6 +601,13 @@ class BatchedPPO:
         space = self.envs.action_space
         return np.clip(self.env_actions(mean), space.low, space.high)
 
+    def refresh_obs(self) -> None:
+        """The observations acted on next, normalised again (after the statistics were
+        replaced: a resume or a warm start)."""
+        self.obs_n = self._policy_obs(
+            self._with_extras(self.envs.obs.reshape(self.k, self.e, -1), self._features())
+        )
+
     def set_threads(self, threads: int) -> None:
         """Physics and torch on `threads` threads from the next step on (a new core share)."""
         self.threads = max(1, threads)

@@ -85,7 +85,5 @@ def load_state(ppo: BatchedPPO, folder: Path) -> tuple[int, dict[str, Any]]:
     ppo.stats = [CandidateStats(**s) for s in meta["stats"]]
     ppo.seconds = {k: float(v) for k, v in meta["seconds"].items()}
     # Fresh episodes: the envs were reset when the batch was built, under other statistics.
-    ppo.obs_n = ppo._policy_obs(
-        ppo._with_extras(ppo.envs.obs.reshape(ppo.k, ppo.e, -1), ppo._features())
-    )
+    ppo.refresh_obs()
     return ppo.steps_done, dict(meta.get("extra", {}))

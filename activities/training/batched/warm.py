@@ -81,9 +81,7 @@ def warm_start(ppo: BatchedPPO, k: int, init_dir: Path) -> str | None:
     norm.ret_rms.var[k] = loaded.ret_rms.var
     norm.ret_rms.count[k] = loaded.ret_rms.count
     # The first observations, normalised with the statistics just loaded.
-    ppo.obs_n = ppo._policy_obs(
-        ppo._with_extras(ppo.envs.obs.reshape(ppo.k, ppo.e, -1), ppo._features())
-    )
+    ppo.refresh_obs()
     return None
 
 
