@@ -167,6 +167,16 @@ SQUAT_HEIGHT = {
     "Walker2d-v5": 0.95,
 }
 SIT_HEIGHT = {"HumanoidStandup-v5": 0.45}  # pelvis on the ground, torso upright
+
+# Measured on Ant-v5 by a search over held joint targets (PD control, 3 s of physics): its
+# joint ranges hold a nose-up pitch of at most 0.33 rad with the torso off the floor (the pose
+# PPO finds under the rear_up reward, one front foot lifted) and 0.67 rad with the torso
+# resting on it; no held pose kept both front (+x) feet off the floor.
+REAR_UP_NOTE = (
+    "Ant-v5's joint ranges hold a nose-up torso pitch of about 0.33 rad with the torso off the "
+    "floor and 0.67 rad with it resting on the floor (measured); both front feet off the floor "
+    "was not a held pose, so a pitch target of 0.8 rad may be beyond this body"
+)
 JUMP_TARGET = {"Hopper-v5": 1.7, "Walker2d-v5": 1.6, "Ant-v5": 0.95, "Humanoid-v5": 1.6}
 # Rough yaw rates (rad/s) a PPO policy reaches within a few hundred thousand steps.
 SPIN_RATE = {"Ant-v5": 1.5, "Humanoid-v5": 0.5, "Swimmer-v5": 0.5}

@@ -339,10 +339,7 @@ def _rear_up(intent: Intent, env_id: str) -> Match:
         ),
         *lib.alive_criteria(env_id),
     ]
-    notes = (
-        "Ant-v5 ends an episode when the torso rises above 1.0 m, which limits how far it can "
-        "rear up",
-    )
+    notes = (lib.REAR_UP_NOTE,)
     return Match("rear_up", "balancing", env_id, params, criteria, notes)
 
 

@@ -339,10 +339,7 @@ def rear_up(b: Builder) -> None:
     )
     b.has("stay")
     b.has("upright")
-    b.notes.append(
-        "Ant-v5 ends an episode when the torso rises above 1.0 m, which limits how far it can "
-        "rear up"
-    )
+    b.notes.append(lib.REAR_UP_NOTE)
     if b.has("still"):
         still(b, 0.3)
     apply_poses(b, 0.5)
