@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -98,6 +99,25 @@ def stop_requested(out: Path) -> dict[str, Any] | None:
     each update)."""
     path = out / STOP
     return json.loads(path.read_text()) if path.exists() else None
+
+
+# The files of a kept checkpoint's policy (save_policy): what the final evaluation, resume and
+# warm start load.
+POLICY_FILES = ("model.zip", "vecnormalize.npz")
+
+
+def keep_checkpoint_policy(out_dir: Path, pct: int) -> bool:
+    """The policy kept at pct% of training made the run's policy (its files over the final
+    ones); False, leaving the final policy, when that checkpoint kept no policy here."""
+    kept = checkpoint_folder(out_dir, pct)
+    if not (kept / POLICY_FILES[0]).exists():
+        return False
+    for name in POLICY_FILES:
+        if (kept / name).exists():
+            shutil.copyfile(kept / name, out_dir / name)
+        else:
+            (out_dir / name).unlink(missing_ok=True)
+    return True
 
 
 def write_marker(path: Path, content: dict[str, Any]) -> None:

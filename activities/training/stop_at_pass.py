@@ -12,8 +12,10 @@ as possible") keeps training going past its target while it still improves: the 
 passing checkpoint only once each such criterion's mean measured value gained less than
 PLATEAU_GAIN over the checkpoint judged before it (a first checkpoint has nothing to compare
 with, so it never stops a maximising run). Then the marker `STOP` appears in the training
-child's output folder; the engine reads it after its next update, ends training there, and the
-final evaluation confirms (or not) what the checkpoint showed. A judge that fails on a
+child's output folder; the engine reads it after its next update, ends training there and
+keeps the passing checkpoint's policy as the run's (the updates made while it was judged may
+have drifted from it: a Humanoid walk that passed at 1M steps fell after 109 steps 20k steps
+later), and the final evaluation judges that policy again. A judge that fails on a
 checkpoint only logs, and so does a worker with no scorer: the run then trains its whole budget.
 """
 

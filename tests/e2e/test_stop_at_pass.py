@@ -40,11 +40,15 @@ async def test_a_session_stops_training_at_the_checkpoint_that_passes(
     assert record.stopped_at_pct in (10, 20, 25, 50), record.stopped_at_pct
     assert record.timesteps_used is not None
     assert MIN_STEPS <= record.stopped_at_pct / 100 * BUDGET <= record.timesteps_used < BUDGET
-    # The final evaluation confirmed it: the judge passed the final policy, which is the
-    # one trained up to the stop.
+    # The run's policy is the checkpoint the judge passed (not the one the updates while it
+    # was judged left), and the final evaluation judged that policy again.
     store = ArtifactStore()
     run = record.best_run
     summary = json.loads(store.get_text(run.run_prefix + "summary.json"))
     assert summary["timesteps_done"] == record.timesteps_used and summary["timesteps"] == BUDGET
+    assert summary["policy_from_pct"] == record.stopped_at_pct
+    kept = f"{run.run_prefix}evals/pct_{record.stopped_at_pct}/"
+    for name in ("model.zip", "vecnormalize.npz"):
+        assert store.get_bytes(run.run_prefix + name) == store.get_bytes(kept + name), name
     judgment = json.loads(store.get_text(run.run_prefix + "judgment.json"))
     assert judgment["passed"]

@@ -40,7 +40,7 @@ from activities.training.batched.state import load_state, save_state
 from activities.training.batched.warm import warm_or_cold
 from activities.training.board import Board
 from activities.training.core_share import threads_asked
-from activities.training.eval_checkpoints import stop_requested
+from activities.training.eval_checkpoints import keep_checkpoint_policy, stop_requested
 from activities.training.ppo import final_term_means
 from activities.training.presets import preset_for
 from activities.training.reward_runtime import ColumnRewards, reward_counts
@@ -190,12 +190,17 @@ def train_members(
     members: dict[str, Any] = {}
     for k, (cand, folder) in enumerate(zip(candidates, folders, strict=True)):
         save_candidate(ppo, k, folder)
+        # Stopped at pass: the policy the checkpoint judge passed is the run's policy, not
+        # the one the updates after it (while it was judged) left, which may have drifted.
+        kept_pct = stopped.get("pct")
+        kept = kept_pct is not None and keep_checkpoint_policy(folder, kept_pct)
         rows = scalars[k]
         (folder / SCALARS).parent.mkdir(parents=True, exist_ok=True)
         (folder / SCALARS).write_text("".join(json.dumps(r) + "\n" for r in rows))
         summary = _summary(req, ppo, k, wall, trained, resumed, scalars[k])
         summary["eval_checkpoint_seconds"] = round(evals.seconds, 2)
         summary["stopped_at_pct"] = stopped.get("pct")
+        summary["policy_from_pct"] = kept_pct if kept else None
         summary["warm_start"] = warm[k]
         if planner is not None:
             summary["time_plan"] = planner.record()
