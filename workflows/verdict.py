@@ -98,7 +98,7 @@ def _num(value: float, unit: str, decimals: int = 2) -> str:
     return f"{text} {unit}".rstrip()
 
 
-def _apart(value: float, target: float) -> int:
+def decimals_apart(value: float, target: float) -> int:
     """Decimals that show an unmet value apart from its target ('0.145 m/s, target at least
     0.150 m/s', never '0.15 m/s, target at least 0.15 m/s'); 2 where two already do."""
     for decimals in range(2, 7):
@@ -124,7 +124,7 @@ def shortfall(s: CriterionScore) -> str:
         return f"{name}: the video judge says {s.verdict.replace('_', ' ') or 'not met'}"
     if not s.measured:
         return f"{name} not measured, target {target_text(s)}"
-    decimals = _apart(s.value, s.target)
+    decimals = decimals_apart(s.value, s.target)
     return f"{name} {_num(s.value, s.unit, decimals)}, target {target_text(s, decimals)}"
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from activities.behaviours.metrics import METRICS, MetricUnavailable, Trajectory, compute
 from workflows.contracts.judging import Criterion, CriterionScore, Judgment
-from workflows.verdict import all_met, meets, progress
+from workflows.verdict import all_met, decimals_apart, meets, progress
 
 # (tag when the value is below the target, tag when above) for a failing criterion.
 TAGS: dict[str, tuple[str | None, str | None]] = {
@@ -61,16 +61,17 @@ def _clip(x: float) -> float:
     return float(min(1.0, max(0.0, x)))
 
 
-def _fmt(value: float, unit: str) -> str:
-    text = f"{value:.2f}" if abs(value) >= 0.01 or value == 0 else f"{value:.3g}"
+def _fmt(value: float, unit: str, decimals: int = 2) -> str:
+    small = abs(value) < 0.01 and value != 0
+    text = f"{value:.3g}" if small and decimals == 2 else f"{value:.{decimals}f}"
     return f"{text} {unit}".rstrip()
 
 
-def _target_text(c: Criterion, unit: str) -> str:
+def _target_text(c: Criterion, unit: str, decimals: int = 2) -> str:
     if c.direction == "near":
-        return f"{_fmt(c.target, unit)} ± {_fmt(c.tolerance, unit)}"
+        return f"{_fmt(c.target, unit, decimals)} ± {_fmt(c.tolerance, unit)}"
     word = "at least" if c.direction == "at_least" else "at most"
-    return f"{word} {_fmt(c.target, unit)}"
+    return f"{word} {_fmt(c.target, unit, decimals)}"
 
 
 def _metric(c: Criterion) -> str:
@@ -83,7 +84,10 @@ def _metric(c: Criterion) -> str:
 
 def _describe(t: Trajectory, c: Criterion, value: float) -> str:
     m = METRICS[_metric(c)]
-    text = f"{m.label} {_fmt(value, m.unit)} against a target of {_target_text(c, m.unit)}"
+    # An unmet value is shown with the decimals that tell it from its target ("0.147 m/s
+    # against a target of at least 0.150 m/s", never "0.15 ... at least 0.15").
+    d = 2 if meets(value, c) else decimals_apart(value, c.target)
+    text = f"{m.label} {_fmt(value, m.unit, d)} against a target of {_target_text(c, m.unit, d)}"
     if c.metric in _VELOCITY and c.direction == "at_least" and c.target > 0:
         if value < 0:
             text += "; the policy goes the wrong way"

@@ -265,3 +265,16 @@ def test_random_policies_do_not_pass_dev_intents(env_id: str, prompt: str):
     )
     assert not j.passed and j.score < 0.4, (j.score, j.diagnosis)
     assert j.failure_tags and j.diagnosis
+
+
+def test_a_value_just_short_of_its_target_is_shown_apart_from_it():
+    """A Swimmer at 0.147 m/s against 0.15 read "0.15 m/s against a target of at least 0.15
+    m/s" in a bench; the diagnosis shows the digits that tell them apart."""
+    criteria = match_intent("swim forward", "Swimmer-v5").criteria
+    target = next(c for c in criteria if c.metric == "mean_x_velocity").target
+    data = synthetic("Swimmer-v5", 200, vx=target - 0.003)
+    j = judge_trajectory(data, "Swimmer-v5", criteria, 0.8)
+    assert not j.passed
+    assert f"{target - 0.003:.3f} m/s against a target of at least {target:.3f} m/s" in (
+        j.diagnosis
+    )
