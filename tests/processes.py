@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,68 @@ def start_worker(pool: str, env: dict[str, str], log: Path) -> subprocess.Popen[
             stderr=subprocess.STDOUT,
             env=env,
         )
+
+
+def log_records(path: Path) -> list[dict[str, Any]]:
+    """A worker's JSON log lines, as dicts (other lines skipped)."""
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            out.append(record)
+    return out
+
+
+@dataclass
+class Pools:
+    """The three pools as processes, each logging to `<pool>-worker.log` in `folder`; the
+    training pool can be SIGKILLed and replaced (its replacement appends to the same log)."""
+
+    env: dict[str, str]
+    folder: Path
+    train: subprocess.Popen[bytes] = field(init=False)
+    others: list[subprocess.Popen[bytes]] = field(init=False)
+    killed: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.others = [start_worker(p, self.env, self.log(p)) for p in ("llm", "judge")]
+        self.train = start_worker("train", self.env, self.log("train"))
+
+    def log(self, pool: str) -> Path:
+        return self.folder / f"{pool}-worker.log"
+
+    def replace_train(self) -> None:
+        """SIGKILL the training worker, as a power loss would, and start another."""
+        self.train.send_signal(signal.SIGKILL)
+        self.train.wait(10)
+        self.killed.append(self.train)
+        self.train = start_worker("train", self.env, self.log("train"))
+
+    def terminate(self) -> list[int | None]:
+        """SIGTERM every running pool, as compose and systemd stop them; their exit codes."""
+        running = [self.train, *self.others]
+        for proc in running:
+            proc.send_signal(signal.SIGTERM)
+        return [proc.wait(timeout=60) for proc in running]
+
+    def kill_all(self) -> None:
+        for proc in (self.train, *self.others, *self.killed):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@contextmanager
+def three_pools(env: dict[str, str], folder: Path) -> Iterator[Pools]:
+    """The pools started, and killed on the way out whatever the test did."""
+    pools = Pools(env, folder)
+    try:
+        yield pools
+    finally:
+        pools.kill_all()
 
 
 def worker_env(temporal_env: Any, queue_prefix: str, checkpoint_every: int) -> dict[str, str]:

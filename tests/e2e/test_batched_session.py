@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,14 @@ from stable_baselines3 import PPO
 
 from activities.artifacts import ArtifactStore
 from tests.builders import start_session
-from tests.processes import descendants, heartbeat_until, start_worker, still_running, worker_env
+from tests.processes import (
+    descendants,
+    heartbeat_until,
+    log_records,
+    still_running,
+    three_pools,
+    worker_env,
+)
 from workflows.contracts.keys import JUDGMENT
 
 # Slow tier: worker processes, a SIGKILL and the heartbeat timeout it waits out.
@@ -29,15 +34,7 @@ TIMESTEPS = 8192
 
 def logged_activities(path: Path) -> set[str]:
     """The activities a worker's JSON log lines name."""
-    out = set()
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and "activity" in record:
-            out.add(record["activity"])
-    return out
+    return {r["activity"] for r in log_records(path) if "activity" in r}
 
 
 def _batch_checkpoint(details: dict) -> int | None:
@@ -50,11 +47,7 @@ async def test_candidates_train_batched_and_resume_after_sigkill(
     temporal_env, s3, queue_prefix, tmp_path: Path
 ):
     env = worker_env(temporal_env, queue_prefix, CHECKPOINT_EVERY)
-    log = tmp_path / "train-worker.log"
-    others = [start_worker(p, env, tmp_path / f"{p}-worker.log") for p in ("llm", "judge")]
-    first = start_worker("train", env, log)
-    second: subprocess.Popen | None = None
-    try:
+    with three_pools(env, tmp_path) as pools:
         handle = await start_session(
             temporal_env.client,
             queue_prefix,
@@ -69,22 +62,13 @@ async def test_candidates_train_batched_and_resume_after_sigkill(
         )
         killed_at = await heartbeat_until(handle, "train_batch", _batch_checkpoint, timeout=180)
         assert CHECKPOINT_EVERY <= killed_at < TIMESTEPS
-        family = descendants(first.pid)  # its runner template and the batch's child
+        family = descendants(pools.train.pid)  # its runner template and the batch's child
         assert family
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
-        second = start_worker("train", env, log)
+        pools.replace_train()
         result = await asyncio.wait_for(handle.result(), timeout=420)
         # The pools stop cleanly on SIGTERM, as compose and systemd stop them.
-        for proc in (second, *others):
-            proc.send_signal(signal.SIGTERM)
-        for proc in (second, *others):
-            assert proc.wait(timeout=60) == 0, proc.args
-    finally:
-        for proc in (first, second, *others):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        assert pools.terminate() == [0, 0, 0]
+    log = pools.log("train")
 
     record = result.iterations[0]
     assert record.batched and record.candidates == 2 and record.runs == 2

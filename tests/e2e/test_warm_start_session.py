@@ -7,21 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from activities.artifacts import ArtifactStore
 from tests.builders import start_session
-from tests.processes import heartbeat_until, start_worker, worker_env
+from tests.processes import heartbeat_until, log_records, three_pools, worker_env
 
 # Slow tier: two iterations of training, a SIGKILL and the heartbeat timeout it waits out.
 pytestmark = pytest.mark.slow
 
 CHECKPOINT_EVERY = 2048
-TIMESTEPS = 8192
+# Long enough that iteration 2 (1.5x this) is still training when its first checkpoint's
+# heartbeat reaches the server (the worker throttles heartbeats to one per 5 s): an idle
+# machine trains 12k Hopper steps in about 3 s.
+TIMESTEPS = 32_768
 
 
 def _revision_checkpoint(details: dict) -> int | None:
@@ -30,32 +31,20 @@ def _revision_checkpoint(details: dict) -> int | None:
     return details.get("checkpoint_timesteps") if "/iter_2/" in key else None
 
 
-def _log_records(path: Path, event: str) -> list[dict]:
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("event") == event:
-            out.append(record)
-    return out
+def _warm_start_logs(path: Path) -> list[dict]:
+    return [r for r in log_records(path) if r.get("event") == "warm start"]
 
 
 async def test_a_revision_warm_starts_on_the_engine_and_resumes_after_sigkill(
     temporal_env, s3, queue_prefix, tmp_path: Path
 ):
     env = worker_env(temporal_env, queue_prefix, CHECKPOINT_EVERY)
-    log = tmp_path / "train-worker.log"
-    others = [start_worker(p, env, tmp_path / f"{p}-worker.log") for p in ("llm", "judge")]
-    first = start_worker("train", env, log)
-    second: subprocess.Popen | None = None
-    try:
+    with three_pools(env, tmp_path) as pools:
         handle = await start_session(
             temporal_env.client,
             queue_prefix,
-            # 8k steps of Hopper never pass "hop forward": the session revises once.
-            prompt="hop forward",
+            # 33k steps of Hopper never hop at 3 m/s: the session revises once.
+            prompt="hop forward at 3 m/s",
             env_id="Hopper-v5",
             total_timesteps=TIMESTEPS,
             max_iterations=2,
@@ -64,15 +53,9 @@ async def test_a_revision_warm_starts_on_the_engine_and_resumes_after_sigkill(
         )
         killed_at = await heartbeat_until(handle, "train_policy", _revision_checkpoint, 300)
         assert killed_at >= CHECKPOINT_EVERY
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
-        second = start_worker("train", env, log)
+        pools.replace_train()
         result = await asyncio.wait_for(handle.result(), timeout=420)
-    finally:
-        for proc in (first, second, *others):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    log = pools.log("train")
 
     assert len(result.iterations) == 2
     first_best = result.iterations[0].best_run
@@ -90,7 +73,7 @@ async def test_a_revision_warm_starts_on_the_engine_and_resumes_after_sigkill(
     assert warm["returns"]["previous"] >= warm["returns"]["fresh"]
     assert killed_at <= summary["resumed_from_timesteps"] < summary["timesteps_done"]
     # The killed worker loaded iteration 1's best policy; the retry loaded none, it resumed.
-    started = [r for r in _log_records(log, "warm start") if "model" in r]
+    started = [r for r in _warm_start_logs(log) if "model" in r]
     assert [r["model"] for r in started] == [first_best.model_key]
-    assert [r["applied"] for r in _log_records(log, "warm start") if "applied" in r] == [True]
+    assert [r["applied"] for r in _warm_start_logs(log) if "applied" in r] == [True]
     assert "resuming" in log.read_text()
