@@ -60,6 +60,8 @@ class Entry(BaseModel):
     terms: list[str] = []
     term_means: dict[str, float] = {}
     latex: str = ""
+    # The best iteration's reward module in S3 (its code and SHAPING), for the authors.
+    reward_key: str = ""
     # One line per iteration: score, failure tags, what changed.
     history: list[str] = []
 
@@ -157,9 +159,24 @@ def _entry_lines(e: Entry) -> list[str]:
     return [line for line in out if line]
 
 
-def text_for_authors(lesson: Lesson) -> str:
-    """What authors and revisers read: the page without its JSON block."""
-    return render(lesson).split(f"```{BLOCK}")[0].rstrip() + "\n"
+# The passing reward's module shown to authors, at most this long (a module is a few KB).
+MAX_LESSON_CODE = 8000
+
+
+def text_for_authors(lesson: Lesson, store: ArtifactStore | None = None) -> str:
+    """What the agents that write criteria or code read: the page without its JSON block and,
+    when `store` still has it, the module of the best passing reward (its code and SHAPING)."""
+    text = render(lesson).split(f"```{BLOCK}")[0].rstrip() + "\n"
+    best = lesson.best_pass()
+    if store is None or best is None or not best.reward_key or not store.exists(best.reward_key):
+        return text
+    code = store.get_text(best.reward_key)
+    if len(code) > MAX_LESSON_CODE:
+        code = code[:MAX_LESSON_CODE] + "\n# [... cut]"
+    return (
+        f"{text}\n## The reward that passed (session `{best.session_id}`, iteration "
+        f"{best.best_iteration}), with its SHAPING\n\n```python\n{code.rstrip()}\n```\n"
+    )
 
 
 class LessonFormatError(ValueError):
@@ -236,6 +253,7 @@ def entry_of(req: LessonRequest) -> Entry:
         terms=list(reward.terms) if reward else [],
         term_means={k: round(v, 4) for k, v in best.train.term_means.items()} if best else {},
         latex=record.latex if record else "",
+        reward_key=reward.key if reward else "",
         history=history,
     )
 

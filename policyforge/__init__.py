@@ -14,6 +14,7 @@ The same code as the `policyforge` command (workers/sessions.py, workers/policie
 a running `policyforge dev` the same way, and loads policies without unpickling anything.
 """
 
+from activities.sandbox.reward_code import RewardFunction
 from policyforge.session import Session, SessionFailed, sessions
 from workers.policies import Policy, PolicyError, load_policy
 from workers.session_state import SessionState
@@ -21,6 +22,7 @@ from workers.session_state import SessionState
 __all__ = [
     "Policy",
     "PolicyError",
+    "RewardFunction",
     "Session",
     "SessionFailed",
     "SessionState",

@@ -244,6 +244,7 @@ def report(
         "not_passed": "[yellow]NOT PASSED[/yellow]",
         "budget_exhausted": "[yellow]BUDGET EXHAUSTED[/yellow]",
         "aborted": "[yellow]ABORTED[/yellow]",
+        "stopped": "[yellow]STOPPED[/yellow]",
     }[result.status]
     author = f"(author: {shown(result.model_label)})"
     if result.unmeasured:

@@ -18,6 +18,10 @@ class Accounting:
         self.inp = inp
         self.session = LLMUsage()
         self.iteration = LLMUsage()
+        # The dearest single call so far (the next call's likely cost), and what the calls in
+        # flight are expected to cost: a call starts only when both fit under the cap.
+        self.dearest_call = 0.0
+        self.in_flight = 0.0
         self.training_seconds = 0.0
         self.iteration_training_seconds = 0.0
 
@@ -28,6 +32,30 @@ class Accounting:
     def llm(self, call: LLMCall | None) -> None:
         self.session = self.session.add(call)
         self.iteration = self.iteration.add(call)
+        if call is not None and call.cost_usd is not None:
+            self.dearest_call = max(self.dearest_call, call.cost_usd / max(call.calls, 1))
+
+    def left_usd(self) -> float | None:
+        """What the cap leaves for the next call (None: no cap)."""
+        cap = self.inp.max_llm_cost_usd
+        return None if cap is None else max(0.0, cap - self.session.cost_usd - self.in_flight)
+
+    def before_call(self, agent: str) -> float:
+        """Raise BudgetExhausted when the next call's likely cost (the dearest call so far)
+        would pass the cap on top of what is spent and in flight; else reserve it."""
+        left = self.left_usd()
+        likely = self.dearest_call
+        if left is not None and (left <= 0 or likely > left):
+            cap = self.inp.max_llm_cost_usd
+            raise BudgetExhausted(
+                f"LLM spend ${self.session.cost_usd:.4f} and the next call ({agent}, likely "
+                f"${likely:.4f}) would pass the cap of ${cap:.4f} (max_llm_cost_usd)"
+            )
+        self.in_flight += likely
+        return likely
+
+    def after_call(self, reserved: float) -> None:
+        self.in_flight = max(0.0, self.in_flight - reserved)
 
     def training(self, seconds: float) -> None:
         self.training_seconds += seconds

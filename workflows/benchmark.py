@@ -60,7 +60,7 @@ def ended(result: CaseResult, session: SessionResult, wall: float) -> CaseResult
             "unmeasured": list(session.unmeasured),
             "verdict": session.verdict,
             "criteria": list(session.best.criteria) if session.best else [],
-            "error": session.note if session.status == "budget_exhausted" else None,
+            "error": session.note if session.status in ("budget_exhausted", "stopped") else None,
         }
     )
 

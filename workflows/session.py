@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from workflows.accounting import BudgetExhausted
@@ -56,6 +56,50 @@ LESSON_PATCH = "record-lesson"
 # The offline author's own judge code, for criteria no built-in metric measures (a pose, a
 # phase of a sequence, a counted jump, a flip).
 OFFLINE_JUDGE_PATCH = "offline-judge-code"
+# A candidate whose author or reviser gives no usable answer is dropped (the others go on); a
+# reviewer or visual-criteria author that fails costs its say, not the session; a model that
+# fails after iterations were judged stops the session with its best policy kept.
+STAGE_FAILURE_PATCH = "llm-stage-failures-kept"
+
+# Who answers in each LLM activity, in the words a failure line uses.
+AGENTS = {
+    "elicit_criteria": "the elicitor",
+    "author_reward": "the reward author",
+    "author_judge": "the judge author",
+    "review_reward": "the reviewer",
+    "fix_code": "the fixer",
+    "revise_reward": "the reviser",
+    "vlm_criteria": "the video judge's criteria author",
+    "vlm_judge": "the video judge",
+    "synthesize_judgment": "the synthesizer",
+    "ask_video": "the video model",
+}
+
+
+def stage_failure(exc: BaseException, stage: str, offline: bool = False) -> str:
+    """One line: which agent failed in which stage, and the innermost error ("refused: ..."
+    as the model said it; the offline author's refusals as they are)."""
+    line = failure_line(exc)
+    if line.startswith("refused: ") or offline:
+        return line
+    agent = AGENTS.get(exc.activity_type or "") if isinstance(exc, ActivityError) else None
+    return f"{stage}: {agent} failed: {line}" if agent else line
+
+
+def _llm_failure(exc: BaseException) -> bool:
+    """An LLM activity that failed for good (not cancelled)."""
+    return (
+        isinstance(exc, ActivityError)
+        and (exc.activity_type or "") in AGENTS
+        and not is_cancelled_exception(exc)
+    )
+
+
+def _raise_cancelled(outcomes: list[Any]) -> None:
+    """A gather with return_exceptions keeps going on cancellation: pass it on."""
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException) and is_cancelled_exception(outcome):
+            raise outcome
 
 
 def _count_session(outcome: str) -> None:
@@ -84,6 +128,9 @@ class SessionWorkflow:
     def __init__(self) -> None:
         self._steering = Steering()
         self._state: SessionState | None = None
+        # What this iteration went on without (a candidate with no usable answer, a review or
+        # the video judge's criteria that failed), for its record.
+        self._dropped: list[str] = []
 
     @property
     def state(self) -> SessionState:
@@ -138,9 +185,20 @@ class SessionWorkflow:
         except (asyncio.CancelledError, ActivityError, ApplicationError) as exc:
             # Cancelled activities surface as either, depending on where the loop was waiting.
             if steering.abort_reason is None:
-                if not isinstance(exc, asyncio.CancelledError):
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                line = stage_failure(exc, state.status.stage, state.offline)
+                if state.records and _llm_failure(exc) and workflow.patched(STAGE_FAILURE_PATCH):
+                    # Trained, judged iterations stay: the session stops with its best.
+                    note = f"stopped: {line}"
+                else:
                     self._failed(exc)
-                raise
+                    if workflow.patched(STAGE_FAILURE_PATCH):
+                        kind = getattr(getattr(exc, "cause", None), "type", None) or getattr(
+                            exc, "type", None
+                        )
+                        raise ApplicationError(line, type=kind, non_retryable=True) from None
+                    raise
         if steering.abort_reason is not None:
             note = f"aborted: {steering.abort_reason}"
         steering.ended = True
@@ -238,7 +296,12 @@ class SessionWorkflow:
                     ),
                 )
                 pending.append(visual)
-        authored = await asyncio.gather(*pending)
+        if workflow.patched(STAGE_FAILURE_PATCH):
+            authored = self._survivors(
+                await asyncio.gather(*pending, return_exceptions=True), len(authors), "authoring"
+            )
+        else:
+            authored = await asyncio.gather(*pending)
         state.judge = next((a for a in authored if isinstance(a, JudgeCode)), None)
         state.visual_criteria = next((a for a in authored if isinstance(a, VisualCriteria)), None)
         state.accounting.check()
@@ -250,6 +313,27 @@ class SessionWorkflow:
             state.timesteps = min(learnt, inp.timesteps_cap)
         return [a.reward for a in results]
 
+    def _survivors(self, outcomes: list[Any], candidates: int, stage: str) -> list[Any]:
+        """The answers of one gather whose first `candidates` are reward candidates: a candidate
+        without a usable answer is dropped while another is left; the visual criteria (a
+        helper) may fail, costing the video judge; any other failure fails the stage."""
+        _raise_cancelled(outcomes)
+        failed = [o for o in outcomes[:candidates] if isinstance(o, BaseException)]
+        if len(failed) == candidates:
+            raise failed[0]
+        for k, outcome in enumerate(outcomes):
+            if not isinstance(outcome, BaseException):
+                continue
+            if k < candidates:
+                self._dropped.append(f"candidate {k + 1} dropped: {stage_failure(outcome, stage)}")
+            elif _llm_failure(outcome) and getattr(outcome, "activity_type", "") == "vlm_criteria":
+                self._dropped.append(f"no video judge: {stage_failure(outcome, stage)}")
+            else:
+                raise outcome
+        if self._dropped:
+            workflow.logger.warning("answers dropped", extra={"dropped": self._dropped})
+        return [o for o in outcomes if not isinstance(o, BaseException)]
+
     async def _revise(self, steps: Steps) -> Plan:
         """Revise from the last iteration's winner, one revision per candidate; the reviser
         sees the whole history and may rebase on the best earlier iteration instead."""
@@ -257,9 +341,15 @@ class SessionWorkflow:
         state.accounting.new_iteration()
         state.stage("revising", iteration=state.iteration)
         feedback = state.steering.take_feedback()
-        revised = await asyncio.gather(
-            *(steps.revise(self._revise_request(k, feedback)) for k in range(state.inp.candidates))
-        )
+        asked = [
+            steps.revise(self._revise_request(k, feedback)) for k in range(state.inp.candidates)
+        ]
+        if workflow.patched(STAGE_FAILURE_PATCH):
+            revised = self._survivors(
+                await asyncio.gather(*asked, return_exceptions=True), len(asked), "revising"
+            )
+        else:
+            revised = await asyncio.gather(*asked)
         rewards = [result.reward for result, _ in revised if result.reward is not None]
         if len(rewards) != len(revised):
             raise ApplicationError(
@@ -308,6 +398,7 @@ class SessionWorkflow:
         """An LLM reviews each candidate for reward hacks and errors, correcting it if needed."""
         state, inp = self.state, self.state.inp
         state.stage("reviewing", iteration=state.iteration)
+        kept = workflow.patched(STAGE_FAILURE_PATCH)
         reviews = await asyncio.gather(
             *(
                 steps.llm(
@@ -324,10 +415,24 @@ class SessionWorkflow:
                     ),
                 )
                 for k, reward in enumerate(plan.rewards)
-            )
+            ),
+            return_exceptions=kept,
         )
-        plan.rewards = [r.reward for r in reviews]
-        plan.review_notes = "; ".join(r.notes for r in reviews if not r.lgtm) or None
+        _raise_cancelled(list(reviews))
+        notes = []
+        for k, review in enumerate(reviews):
+            if isinstance(review, BaseException):
+                # The reviewer is a helper: without its look the code trains as authored.
+                if not _llm_failure(review):
+                    raise review
+                self._dropped.append(
+                    f"candidate {k + 1} not reviewed: {stage_failure(review, 'reviewing')}"
+                )
+            else:
+                plan.rewards[k] = review.reward
+                if not review.lgtm:
+                    notes.append(review.notes)
+        plan.review_notes = "; ".join(notes) or None
         state.accounting.check()
 
     async def _validate(self, steps: Steps, plan: Plan) -> None:
@@ -362,11 +467,13 @@ class SessionWorkflow:
                 "tools_used": plan.tools_used,
                 "feedback": plan.feedback,
                 "review_notes": plan.review_notes,
+                "dropped": self._dropped,
                 "llm_usage": state.accounting.iteration,
                 "training_seconds": round(state.accounting.iteration_training_seconds, 2),
             }
         )
         state.records.append(record)
+        self._dropped = []
         best = state.best()
         state.stage(
             "judging",
@@ -437,20 +544,24 @@ class SessionWorkflow:
             )
 
     def _failed(self, exc: ActivityError | ApplicationError) -> None:
-        """The one line that says why the session failed, in its status and the Web UI's
-        details. Behind a patch: sessions that failed before this release replay (queries on
-        them) without the stage change this makes."""
+        """The one line that says why the session failed (which agent, in which stage), in its
+        status and the Web UI's details. Behind a patch: sessions that failed before this
+        release replay (queries on them) without the stage change this makes."""
         if workflow.patched(FAILED_STAGE_PATCH):
-            self.state.stage("failed", note=f"failed: {failure_line(exc)}")
+            line = stage_failure(exc, self.state.status.stage, self.state.offline)
+            note = line if line.startswith("refused: ") else f"failed: {line}"
+            self.state.stage("failed", note=note)
         _count_session("failed")
 
     def _result(self, note: str | None, aborted: bool = False) -> SessionResult:
         state = self.state
         records = state.records
         best = max(records, key=lambda r: (r.passed, r.score)) if records else None
-        status: Literal["passed", "not_passed", "budget_exhausted", "aborted"]
+        status: Literal["passed", "not_passed", "budget_exhausted", "aborted", "stopped"]
         if aborted:
             status = "aborted"
+        elif note is not None and note.startswith("stopped: "):
+            status = "stopped"
         elif note is not None:
             status = "budget_exhausted"
         else:

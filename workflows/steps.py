@@ -55,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
         ValidateRequest,
         ValidateResult,
     )
+    from workflows.contracts.usage import LLMCall
     from workflows.state import SessionState
 
 Req = TypeVar("Req")
@@ -95,6 +96,18 @@ def failure_line(exc: BaseException) -> str:
         exc = inner
     message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return " ".join(message.split())[:500]
+
+
+def failed_usage(exc: ActivityError) -> LLMCall | None:
+    """The calls an LLM activity made before it failed (an answer that could not be repaired,
+    a refusal), from its error's details; None when it carries none."""
+    cause = exc.cause
+    if not isinstance(cause, ApplicationError) or not cause.details:
+        return None
+    try:
+        return LLMCall.model_validate(cause.details[0])
+    except ValueError:
+        return None
 
 
 def _still_invalid(
@@ -176,14 +189,26 @@ class Steps:
         queue = train_queue(accelerator, self.inp.queue_prefix)
         return queue, f"{summary} (on a {accelerator.upper()} worker, queue {queue})"
 
-    async def llm(self, ref: ActivityRef[Req, Res], arg: Req) -> Res:
-        """One LLM activity; its call's tokens and cost are counted."""
-        result = await self.call(
-            ref,
-            arg,
-            summary=f"{ref.summary} ({self.inp.llm_model})",
-            retry=LLM_RETRY,
-        )
+    async def llm(self, ref: ActivityRef[Req, Res], arg: Req, summary: str | None = None) -> Res:
+        """One LLM activity, started only when its likely cost fits under the session's cap
+        (it is told what is left, for its repairs); every call it made is counted, those of
+        an answer that failed too."""
+        reserved = 0.0 if self.offline else self.accounting.before_call(ref.name)
+        left = self.accounting.left_usd()
+        if left is not None and hasattr(arg, "cost_left_usd"):
+            arg = arg.model_copy(update={"cost_left_usd": round(left + reserved, 6)})  # type: ignore[attr-defined]
+        try:
+            result = await self.call(
+                ref,
+                arg,
+                summary=summary or f"{ref.summary} ({self.inp.llm_model})",
+                retry=LLM_RETRY,
+            )
+        except ActivityError as exc:
+            self.accounting.llm(failed_usage(exc))
+            raise
+        finally:
+            self.accounting.after_call(reserved)
         self.accounting.llm(getattr(result, "usage", None))
         return result
 
@@ -404,7 +429,7 @@ class Steps:
         SYNTH_TOOL_ROUNDS rounds)."""
 
         async def ask_video(call: ToolCallRef, key: str) -> ToolOutcome:
-            outcome = await self.call(
+            return await self.llm(
                 act.ASK_VIDEO,
                 AskVideoRequest(
                     prompt=self.inp.prompt,
@@ -414,10 +439,7 @@ class Steps:
                     result_key=key,
                 ),
                 summary=f"synthesizer asks the video model: {call.label()}",
-                retry=LLM_RETRY,
             )
-            self.accounting.llm(outcome.usage)
-            return outcome
 
         async def tools(result: SynthesisResult, round_: int) -> list[ToolOutcome]:
             assert result.transcript_key is not None

@@ -525,7 +525,8 @@ def _prompt(s: EnvSpec) -> str:
     out += [f"- {k.key}{f' {k.shape}' if k.shape else ''}: {k.meaning}" for k in s.info]
     out += [
         "",
-        "## The env's own reward (yours replaces it) and termination (stays in force)",
+        "## The env's own reward (yours replaces it) and termination (in force unless your "
+        "SHAPING changes it)",
         f"- reward = {s.reward_formula}",
         f"- terminates early unless healthy: {s.healthy_rule}"
         if s.terminates

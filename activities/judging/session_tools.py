@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from activities.artifacts import ArtifactStore
+from activities.evidence import evidence_text, judgment_of, metrics_rows
 from activities.logs import activity_logger
 from workflows.contracts.activities import (
     SESSION_TOOL,
@@ -24,7 +25,6 @@ from workflows.contracts.judging import Judgment
 from workflows.contracts.keys import JUDGMENT, SCALARS, SUMMARY
 from workflows.contracts.session import IterationRecord
 from workflows.contracts.tools import ToolOutcome, ToolRequest
-from workflows.verdict import heading
 
 
 class ToolError(ValueError):
@@ -72,27 +72,20 @@ def read_reward(store: ArtifactStore, record: IterationRecord, args: dict[str, A
 
 
 def read_judgment(store: ArtifactStore, record: IterationRecord, args: dict[str, Any]) -> str:
-    """An earlier iteration's judgment: score, diagnosis, each criterion, failure tags."""
+    """An earlier iteration's judgment as the reviser's opening shows the last one: the verdict
+    and criteria as the record keeps them (both judges merged) and the checkpoint table."""
     key = record.best_run.run_prefix + JUDGMENT
     if not store.exists(key):
         raise ToolError(f"iteration {record.iteration} has no judgment.json")
-    j = Judgment.model_validate_json(store.get_text(key))  # as judge_rollout wrote it
-    # The video judge's verdicts (and the verdict they joined in) are in the record only.
-    visual = [c for c in record.criteria if c.metric == "vlm"]
-    passed = record.passed if visual else j.passed
-    judged = [*j.criteria, *visual]
-    lines = [heading(f"Iteration {record.iteration}", passed, j.score, judged), j.diagnosis]
-    lines += [c.line() for c in judged]
-    if record.video_note:
-        lines.append(record.video_note)
-    if j.failure_tags:
-        lines.append("Failure tags: " + ", ".join(j.failure_tags))
-    if j.checkpoints:
-        lines.append(
-            "Score at % of training: "
-            + ", ".join(f"{p}%: {s:.2f}" for p, s in j.checkpoints.items())
-        )
-    return "\n".join(lines)
+    code = Judgment.model_validate_json(store.get_text(key))  # as judge_rollout wrote it
+    prefix = record.best_run.run_prefix
+    budget = record.best_run.timesteps_done
+    if store.exists(prefix + SUMMARY):
+        budget = json.loads(store.get_text(prefix + SUMMARY)).get("timesteps") or budget
+    rows = metrics_rows(store, prefix)
+    judgment = judgment_of(record, code)
+    criteria = [c for c in judgment.criteria if c.metric != "vlm"]
+    return evidence_text(f"Iteration {record.iteration}", judgment, rows, criteria, budget)
 
 
 # scalars.jsonl columns worth showing, in this order (the others are bookkeeping).

@@ -19,8 +19,10 @@ from temporalio.exceptions import ApplicationError
 
 from activities import lessons
 from activities.artifacts import ArtifactStore
+from activities.evidence import metrics_rows
 from activities.llm.agents import criteria as criteria_agent
 from activities.llm.agents import dialogue, fixer, judge, reward
+from activities.llm.agents.answers import within_cost
 from activities.llm.judging_activities import JUDGING_LLM_ACTIVITIES
 from activities.llm.offline import OfflineAuthor
 from activities.llm.offline.render import RenderedReward
@@ -37,7 +39,6 @@ from workflows.contracts.activities import (
     implements,
 )
 from workflows.contracts.judging import JudgeCode
-from workflows.contracts.keys import SCALARS
 from workflows.contracts.llm import (
     AuthorRequest,
     AuthorResult,
@@ -52,7 +53,7 @@ from workflows.contracts.llm import (
     ReviseResult,
 )
 from workflows.contracts.session import IterationRecord
-from workflows.contracts.training import RewardArtifact, TrainResult
+from workflows.contracts.training import RewardArtifact
 
 
 def _template_artifact(key: str, r: RenderedReward) -> RewardArtifact:
@@ -71,20 +72,28 @@ def _llm_artifact(key: str, code: reward.RewardCode) -> RewardArtifact:
 
 
 @implements(ELICIT_CRITERIA)
+@within_cost
 def elicit_criteria(req: ElicitRequest) -> ElicitResult:
     """The criteria the judge will score, from the model or (offline) from the matched template."""
     log = activity_logger(env_id=req.env_id, model=req.llm_model)
     if is_offline(req.llm_model):
         criteria = OfflineAuthor().author(req.prompt, req.env_id).criteria
         return ElicitResult(criteria=criteria, model_label=model_label(req.llm_model))
+    store = ArtifactStore()
+    lesson = lessons.load(store, req.env_id, req.prompt)
     criteria, call = criteria_agent.elicit(
-        req.prompt, req.env_id, req.llm_model, budget=(req.timesteps, req.algo, req.max_iterations)
+        req.prompt,
+        req.env_id,
+        req.llm_model,
+        budget=(req.timesteps, req.algo, req.max_iterations),
+        lessons=lessons.text_for_authors(lesson, store) if lesson else "",
     )
     log.info("criteria elicited", criteria=[c.name for c in criteria])
     return ElicitResult(criteria=criteria, model_label=model_label(req.llm_model), usage=call)
 
 
 @implements(AUTHOR_REWARD)
+@within_cost
 def author_reward(req: AuthorRequest) -> AuthorResult:
     """One reward candidate to S3: from the model, or rendered from a template offline."""
     log = activity_logger(req.iteration, env_id=req.env_id, model=req.llm_model)
@@ -112,7 +121,7 @@ def author_reward(req: AuthorRequest) -> AuthorResult:
         req.llm_model,
         req.candidate,
         req.candidates,
-        lessons.text_for_authors(lesson) if lesson else "",
+        lessons.text_for_authors(lesson, store) if lesson else "",
     )
     store.put_text(key, code.code)
     log.info("reward authored", candidate=req.candidate, terms=code.terms, key=key)
@@ -125,6 +134,7 @@ def author_reward(req: AuthorRequest) -> AuthorResult:
 
 
 @implements(AUTHOR_JUDGE)
+@within_cost
 def author_judge(req: JudgeAuthorRequest) -> JudgeCode:
     """Judge code for the session's criteria, to S3: the model's, or without one the offline
     author's (for criteria no built-in metric measures)."""
@@ -139,13 +149,22 @@ def author_judge(req: JudgeAuthorRequest) -> JudgeCode:
         log.info("offline judge written", key=key)
         return JudgeCode(key=key, summary="the offline author's judge code")
     llm_only("author_judge", req.llm_model)
-    code, summary, call = judge.author_judge(req.prompt, req.env_id, req.criteria, req.llm_model)
-    key = ArtifactStore().put_text(keys.judge_key(req.session_id), code)
+    store = ArtifactStore()
+    lesson = lessons.load(store, req.env_id, req.prompt)
+    code, summary, call = judge.author_judge(
+        req.prompt,
+        req.env_id,
+        req.criteria,
+        req.llm_model,
+        lessons.text_for_authors(lesson, store) if lesson else "",
+    )
+    key = store.put_text(keys.judge_key(req.session_id), code)
     log.info("judge authored", key=key)
     return JudgeCode(key=key, summary=summary, usage=call)
 
 
 @implements(REVIEW_REWARD)
+@within_cost
 def review_reward(req: ReviewRequest) -> ReviewResult:
     """The reviewer's look at a reward: the same artifact when it passes, else a corrected one
     under a .reviewed key."""
@@ -167,6 +186,7 @@ def review_reward(req: ReviewRequest) -> ReviewResult:
 
 
 @implements(FIX_CODE)
+@within_cost
 def fix_code(req: FixRequest) -> FixResult:
     """Reward or judge code rewritten after it failed validation, under a .fix<k> key next to the
     original."""
@@ -199,17 +219,8 @@ def fix_code(req: FixRequest) -> FixResult:
     )
 
 
-def _metrics_rows(store: ArtifactStore, train: TrainResult) -> list[dict[str, Any]]:
-    """The run's metrics lines (one per update), for the reviser's checkpoint table; none when
-    the run wrote none."""
-    key = train.run_prefix + SCALARS
-    if not store.exists(key):
-        return []
-    rows = [json.loads(line) for line in store.get_text(key).splitlines() if line.strip()]
-    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("timesteps"), int)]
-
-
 @implements(REVISE_REWARD)
+@within_cost
 def revise_reward(req: ReviseRequest) -> ReviseResult:
     """One call of the reviser. With a model it may end in tool calls for the workflow to run
     (not done); the call after the last tool round must submit."""
@@ -225,9 +236,9 @@ def revise_reward(req: ReviseRequest) -> ReviseResult:
         history = [r.model_dump(mode="json") for r in req.history]
         store.put_text(history_key, json.dumps(history, indent=1))
         lesson = lessons.load(store, req.env_id, req.prompt)
-        text = lessons.text_for_authors(lesson) if lesson else ""
+        text = lessons.text_for_authors(lesson, store) if lesson else ""
         return reward.revision_opening(
-            req, store.get_text(req.reward.key), text, _metrics_rows(store, req.train)
+            req, store.get_text(req.reward.key), text, metrics_rows(store, req.train.run_prefix)
         )
 
     turn, transcript_key = dialogue.next_turn(

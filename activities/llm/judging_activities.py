@@ -13,6 +13,7 @@ import numpy as np
 
 from activities.artifacts import ArtifactStore
 from activities.llm.agents import dialogue, synthesizer, vlm
+from activities.llm.agents.answers import within_cost
 from activities.llm.agents.common import answer_text, ask, render_prompt
 from activities.llm.provider import llm_only
 from activities.llm.providers.base import Media
@@ -41,6 +42,7 @@ from workflows.contracts.tools import AskVideoRequest, ToolOutcome
 
 
 @implements(VLM_CRITERIA)
+@within_cost
 def vlm_criteria(req: VisualCriteriaRequest) -> VisualCriteria:
     """What the video judge looks for, derived from the prompt by the model."""
     llm_only("vlm_criteria", req.llm_model)
@@ -49,6 +51,7 @@ def vlm_criteria(req: VisualCriteriaRequest) -> VisualCriteria:
 
 
 @implements(VLM_JUDGE)
+@within_cost
 def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
     """The rollout's video to a vision-language model: the mp4 itself when the model takes
     video, else at least 16 evenly spaced frames with their times; with the visual criteria
@@ -86,6 +89,7 @@ def vlm_judge(req: VlmJudgeRequest) -> VisualJudgment:
 
 
 @implements(SYNTHESIZE_JUDGMENT)
+@within_cost
 def synthesize_judgment(req: SynthesisRequest) -> SynthesisResult:
     """One call of the synthesizer, which settles a disagreement between the judges; it may
     end in tool calls (measure the trajectory, ask the video model) for the workflow to run."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import abc
 import json
 import math
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -366,10 +367,21 @@ def _types(terms: Any) -> str:
     return "{" + ", ".join(f"{k!r}: {type(v).__name__}" for k, v in list(terms.items())[:4]) + "}"
 
 
+# `from policyforge import RewardFunction`: the import a reward file may open with so that
+# editors and type checkers know the base class (the package exports it). The sandbox already
+# predefines the name, so the line is blanked before the static check (the line count kept).
+OWN_IMPORT = re.compile(r"^from policyforge import RewardFunction[ \t]*(#[^\n]*)?$", re.MULTILINE)
+
+
+def without_own_import(source: str) -> str:
+    """The source with the base class's import line blanked (nothing else changes)."""
+    return OWN_IMPORT.sub("", source)
+
+
 def parse_check(source: str, filename: str = "<reward>") -> None:
     """Raise RewardLoadError naming the line when the code does not parse or is not allowed."""
     try:
-        check_source(source, filename)
+        check_source(without_own_import(source), filename)
     except SandboxViolation as exc:
         raise RewardLoadError(str(exc)) from None
 
@@ -390,6 +402,7 @@ def load_reward(
     guards kept, to show that the OS layer contains the code on its own.
     """
     predefined = {"RewardFunction": RewardFunction}
+    source = without_own_import(source)
     guards.register_generated_file(filename)
     try:
         if guarded and python_layers:
@@ -450,10 +463,16 @@ def _reward_from(
 
 
 def _term_names(raw: Any, filename: str) -> list[str]:
-    """The declared term names as plain strings (cut to MAX_TERM_NAME); RewardLoadError for
-    anything but a list of at most MAX_TERMS strings."""
+    """The declared term names as plain strings (cut to MAX_TERM_NAME): a list of names, or a
+    dict of name to description (Prompt2Policy's form; the names are its keys).
+    RewardLoadError for anything else, or more than MAX_TERMS names."""
+    if type(raw) is dict and all(type(k) is str and type(v) is str for k, v in raw.items()):
+        raw = list(raw)
     if not isinstance(raw, list | tuple) or not all(type(n) is str for n in raw):
-        raise RewardLoadError(f"{filename}: `terms` must be a list of term names (strings)")
+        raise RewardLoadError(
+            f"{filename}: `terms` must be a list of term names, or a dict of term name to "
+            "description (strings)"
+        )
     if len(raw) > MAX_TERMS:
         raise RewardLoadError(f"{filename}: `terms` lists {len(raw)} names; at most {MAX_TERMS}")
     return [n[:MAX_TERM_NAME] for n in raw]

@@ -181,3 +181,47 @@ def test_a_lesson_says_why_an_iteration_did_not_pass_by_the_numbers():
     )
     page = lessons.render(lessons.Lesson(ENV, "hop-place", entries=[entry]))
     assert "## What failed" in page and "target at least 1.15 m" in page
+
+
+def test_every_agent_that_writes_criteria_or_code_reads_the_passing_reward(store, monkeypatch):
+    """The elicitor, the reward author and the judge author read the lesson, with the passing
+    reward's module (its code and SHAPING) from S3."""
+    from activities.llm.activities import author_judge, elicit_criteria
+    from workflows.contracts.llm import ElicitRequest, JudgeAuthorRequest
+
+    passing = (
+        "class Hop(RewardFunction):\n    def compute(self, obs, action, next_obs, info):\n"
+        "        return 1.0, {'hold': 1.0}\n\nSHAPING = {'max_episode_steps': 300}\n"
+    )
+    store.put_text("k2", passing)  # the best iteration's reward module, where the entry says
+    lessons.record(store, _request("s-1", True, {"upright_weight": 0.45}, 150_000))
+    items = [
+        {"name": n, "description": n, "measure": "m", "target": 1, "direction": "at_least"}
+        for n in ("hops", "upright", "calm")
+    ]
+    judge = "def judge_fn(t):\n    return {'criteria': {}, 'measured': {}, 'diagnosis': ''}\n"
+    criteria = [Criterion(name="c", description="d", measure="m", target=1.0)]
+    with FakeLLMServer() as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "a-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url("anthropic"))
+        fake.push(
+            "anthropic",
+            Tools([("submit_criteria", {"criteria": items})]),
+            Tools([("submit_judge", {"code": judge})]),
+        )
+        ActivityEnvironment().run(
+            elicit_criteria,
+            ElicitRequest(session_id="s-5", prompt=PROMPT, env_id=ENV,
+                          llm_model="claude-sonnet-4-6"),
+        )  # fmt: skip
+        ActivityEnvironment().run(
+            author_judge,
+            JudgeAuthorRequest(session_id="s-5", prompt=PROMPT, env_id=ENV,
+                               llm_model="claude-sonnet-4-6", criteria=criteria),
+        )  # fmt: skip
+        sent = [r.prompt().user for r in fake.requests_for("anthropic")]
+    for user in sent:
+        assert "# Lessons from earlier sessions on this intent" in user
+        assert (
+            "class Hop(RewardFunction)" in user and "SHAPING = {'max_episode_steps': 300}" in user
+        )

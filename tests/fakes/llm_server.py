@@ -62,6 +62,7 @@ class Tools:
     text: str = ""
     input_tokens: int = 20
     output_tokens: int = 15
+    thinking: str = ""  # Anthropic: a signed thinking block before the calls
 
 
 @dataclass(frozen=True)
@@ -363,6 +364,9 @@ def _id(prefix: str, n: int = 24) -> str:
 
 def _anthropic(reply: Text | Tools, model: str) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    if isinstance(reply, Tools) and reply.thinking:
+        signature = hashlib.sha256(reply.thinking.encode()).hexdigest()
+        content.append({"type": "thinking", "thinking": reply.thinking, "signature": signature})
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     if isinstance(reply, Tools):

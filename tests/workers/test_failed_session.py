@@ -15,6 +15,8 @@ from tests.workflows.test_session import Script, stand_in_workers
 from workers.sessions import failure_reason, show_status, start_and_follow
 
 WHY = "ANTHROPIC_API_KEY is not set on the LLM worker"
+# The line names the agent and the stage before the provider's words.
+LINE = f"eliciting: the elicitor failed: {WHY}"
 INPUT = {
     "prompt": "run forward",
     "env_id": "HalfCheetah-v5",
@@ -40,19 +42,19 @@ async def test_run_and_status_say_why_the_session_failed(temporal_env, cli_env, 
         out = capsys.readouterr().out
         # The command fails with the one line (stderr); --json also prints it as "error".
         line = str(ended.value.code)
-        assert f"failed: {WHY}" in line.splitlines()[0]
+        assert f"failed: {LINE}" in line.splitlines()[0]
         failure = json.loads(out)
-        assert failure["status"] == "failed" and failure["error"] == WHY
+        assert failure["status"] == "failed" and failure["error"] == LINE
         wid = failure["session_id"]
         assert line.startswith(f"error: session {wid} failed: ")
 
         await show_status(wid, as_json=False)
         text = capsys.readouterr().out
         assert f"session {wid}: failed" in text
-        assert f"  failed: {WHY}" in text
+        assert f"  failed: {LINE}" in text
         await show_status(wid, as_json=True)
         status = json.loads(capsys.readouterr().out)
-    assert status["error"] == WHY and status["workflow_status"] == "failed"
+    assert status["error"] == LINE and status["workflow_status"] == "failed"
     assert status["stage"] == "failed"  # the workflow's own status, still queryable
 
 

@@ -187,7 +187,8 @@ async def test_a_suite_runs_two_at_a_time_and_is_aggregated(temporal_env, s3, qu
     # Case 2 never passed: two iterations at 0.5; the others passed on their first.
     assert (first.iterations, first.iterations_to_pass, first.best_score) == (1, 1, 0.9)
     assert (second.iterations, second.iterations_to_pass) == (2, None)
-    assert failed.error == "the author cannot express 'explode'" and failed.iterations == 0
+    assert failed.error == "eliciting: the elicitor failed: the author cannot express 'explode'"
+    assert failed.iterations == 0
     # The stand-in LLM costs 0.01 per call and reports 150 tokens a call.
     assert first.tokens > 0 and first.cost_usd > 0 and first.model_label == "claude-x"
     overall = result.overall

@@ -103,6 +103,8 @@ class Script:
     synth_error: str | None = None
     # The elicitor fails for good with this message (e.g. the LLM worker has no provider key).
     elicit_error: str | None = None
+    # The reviser fails for good with this message (its provider stays down).
+    revise_error: str | None = None
     # Code that passed validation and fails later, until the fixer has repaired it after
     # that failure (its key then carries ".fault"): training a reward (every reward, or only
     # batch members whose run name has `member_fault_run`), judging (from the n-th call on).
@@ -221,6 +223,10 @@ class Script:
         @activity.defn(name="revise_reward")
         async def revise_reward(req: ReviseRequest) -> ReviseResult:
             script.log("revise_reward", req)
+            if script.revise_error:
+                raise ApplicationError(
+                    script.revise_error, type="LLMServerError", non_retryable=True
+                )
             usage = script.usage("reviser", req.llm_model)
             folder = layout.revision_folder(req.session_id, req.iteration, req.candidate)
             if req.round < len(script.reviser_tools) and not req.final:
@@ -516,7 +522,10 @@ async def test_a_failed_session_says_why_in_its_status(temporal_env, queue_prefi
         status = await handle.query(SessionWorkflow.status)
         described = await handle.describe()
     assert status.stage == "failed"
-    assert status.note == "failed: ANTHROPIC_API_KEY is not set on the LLM worker"
+    # Which agent failed, in which stage, and the provider's own words.
+    assert status.note == (
+        "failed: eliciting: the elicitor failed: ANTHROPIC_API_KEY is not set on the LLM worker"
+    )
     assert described.typed_search_attributes[search.STAGE] == "failed"
 
 
@@ -1067,3 +1076,19 @@ async def test_words_the_author_could_not_measure_reach_the_result_and_the_statu
     script = Script(scores=[0.9], unmeasured=["gracefully", "with a relaxed stride"])
     result = await run_session(temporal_env, queue_prefix, script)
     assert result.passed and result.unmeasured == ["gracefully", "with a relaxed stride"]
+
+
+async def test_a_reviser_that_stays_down_stops_the_session_with_its_best_kept(
+    temporal_env, queue_prefix
+):
+    """A provider outage in a later stage never discards a trained, judged iteration: the
+    session stops with its best policy and a line naming the agent, the stage and the error."""
+    script = Script(scores=[0.4], revise_error="Anthropic is overloaded (HTTP 529)")
+    async with session(temporal_env, queue_prefix, script, llm_model="claude-x") as handle:
+        result = await handle.result()
+    assert result.status == "stopped" and not result.passed
+    assert result.note == (
+        "stopped: revising: the reviser failed: Anthropic is overloaded (HTTP 529)"
+    )
+    assert [r.iteration for r in result.iterations] == [1] and result.best_iteration == 1
+    assert result.best is not None and result.best.best_run.model_key

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from activities.behaviours.measured import checked
 from activities.runner.protocol import ChildFailed, ChildJob, ChildRequest
 from activities.runner.supervisor import run_child
+from activities.sandbox.reward_code import without_own_import
 from activities.sandbox.static_check import SandboxViolation, check_source
 from activities.training import job
 from workers.local.train import _run_sync
@@ -35,13 +36,14 @@ class CheckFailed(Exception):
         self.code_fault = code_fault
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, reward: bool = True) -> str:
     try:
         source = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise CheckFailed(f"{path} cannot be read: {exc}", code_fault=False) from None
     try:
-        check_source(source, path.name)
+        # A reward file may import its base class from policyforge (the sandbox predefines it).
+        check_source(without_own_import(source) if reward else source, path.name)
     except SandboxViolation as exc:
         raise CheckFailed(str(exc)) from None
     return source
@@ -115,7 +117,7 @@ def check_judge(
     reward). CheckFailed when it cannot run (its code_fault says whose the fault is)."""
     from activities.training.judge_validation import judge_problem
 
-    judge_source = _read(path)
+    judge_source = _read(path, reward=False)
     reward_source = _read(reward) if reward else ZERO_REWARD
     names = [c.name for c in criteria]
     req = ChildRequest(

@@ -20,7 +20,7 @@ from workflows.contracts.queues import DEFAULT_QUEUE_PREFIX
 from workflows.contracts.session import ENV_IDS, input_errors
 
 CaseStatus = Literal[
-    "pending", "running", "passed", "not_passed", "budget_exhausted", "aborted", "failed"
+    "pending", "running", "passed", "not_passed", "budget_exhausted", "aborted", "stopped", "failed"
 ]
 # Session fields a case sets itself: not for the suite-wide `session` options.
 PER_CASE = ("prompt", "env_id", "session_id", "queue_prefix")

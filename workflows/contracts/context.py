@@ -56,6 +56,9 @@ class PromptContext(Contract):
     session_id: str
     prompt: str
     llm_model: str
+    # What the session's LLM cost cap leaves when this call starts (None: no cap): an answer
+    # in the wrong form is repaired only while its calls fit.
+    cost_left_usd: float | None = None
 
 
 class SessionContext(PromptContext):

@@ -258,6 +258,9 @@ class IterationRecord(Contract):
     runs: int = 1
     changes: str | None = None  # what the reviser changed to produce this iteration's reward
     review_notes: str | None = None  # what the reviewer corrected before training
+    # What the iteration went on without: a candidate whose author or reviser gave no usable
+    # answer, a review or the video judge's criteria that failed (each: who, where, why).
+    dropped: list[str] = Field(default_factory=list)
     candidate: int = 0  # the reward candidate that won this iteration
     candidates: int = 1
     config: str = "default"  # the hyperparameter config that won
@@ -352,7 +355,9 @@ class SessionResult(Contract):
     """What the session workflow returns: how it ended, its best iteration and every iteration."""
 
     session_id: str
-    status: Literal["passed", "not_passed", "budget_exhausted", "aborted"]
+    # stopped: a model failed for good after iterations were judged (the note says which and
+    # where); the best policy so far is kept, as for a budget.
+    status: Literal["passed", "not_passed", "budget_exhausted", "aborted", "stopped"]
     passed: bool
     model_label: str
     # None only when a budget ran out before the first iteration was judged.

@@ -23,6 +23,26 @@ class LLMCall(Contract):
     # What the provider did not send or honour (a sampling setting the model rejects, thinking
     # skipped), so that nothing asked for is dropped silently.
     notes: list[str] = Field(default_factory=list)
+    # Calls this record sums: an answer repaired in the same conversation is several paid
+    # calls, all of them counted (an old history's records are one call each).
+    calls: int = 1
+
+
+def merged_calls(calls: list[LLMCall]) -> LLMCall:
+    """One record for an agent's calls on one answer (tokens, latency and cost summed; the
+    cost unknown when any call's is)."""
+    first = calls[0]
+    costs = [c.cost_usd for c in calls]
+    return LLMCall(
+        agent=first.agent,
+        model=first.model,
+        input_tokens=sum(c.input_tokens for c in calls),
+        output_tokens=sum(c.output_tokens for c in calls),
+        latency_s=round(sum(c.latency_s for c in calls), 3),
+        cost_usd=None if None in costs else round(sum(c or 0.0 for c in costs), 6),
+        notes=list(dict.fromkeys(n for c in calls for n in c.notes)),
+        calls=sum(c.calls for c in calls),
+    )
 
 
 class LLMUsage(Contract):
@@ -39,9 +59,9 @@ class LLMUsage(Contract):
         if call is None:
             return self
         return LLMUsage(
-            calls=self.calls + 1,
+            calls=self.calls + call.calls,
             input_tokens=self.input_tokens + call.input_tokens,
             output_tokens=self.output_tokens + call.output_tokens,
             cost_usd=round(self.cost_usd + (call.cost_usd or 0.0), 6),
-            unpriced_calls=self.unpriced_calls + (call.cost_usd is None),
+            unpriced_calls=self.unpriced_calls + (call.calls if call.cost_usd is None else 0),
         )

@@ -1,34 +1,30 @@
-"""What every agent shares: prompt files, one accounted provider call, parsing the answer.
+"""What every agent shares: prompt files, one accounted provider call, asking for an answer.
 
 Agents ask for their answer through a tool (`submit_*`) so that every provider returns
-structured arguments; a model or local server that answers in plain text instead is still
-understood (a ```python block for code, a JSON object for data).
+structured arguments; an answer in another unambiguous form is still taken, and one that cannot
+be is repaired in the same conversation (answers.py).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import structlog
 from temporalio.exceptions import ApplicationError
 
-from activities.llm.prices import estimate_cost
-from activities.llm.providers.base import Completion, Media, Message, ToolSpec
+from activities.llm.agents.answers import converse, extract_code
+from activities.llm.agents.calls import MAX_TOKENS, call_model
+from activities.llm.providers.base import Media, Message, ToolSpec
 from workflows.contracts.usage import LLMCall
 
+__all__ = ["MAX_TOKENS", "AgentAnswer", "ask", "call_model", "clean_code", "render_prompt"]
+
+T = TypeVar("T")
+
 PROMPTS = Path(__file__).parent / "prompts"
-MAX_TOKENS = 8192
-# Agents that design before they write code think first where the provider offers it; the
-# others answer short, checkable questions and need not pay for it.
-THINKING_AGENTS = frozenset({"reward_author", "reviser", "judge_author"})
-# Notes already logged as warnings in this process: once per model and note, not every call.
-_WARNED: set[tuple[str, str]] = set()
 
 
 @cache
@@ -49,60 +45,13 @@ def render_prompt(name: str, **values: str) -> str:
 
 @dataclass(frozen=True)
 class AgentAnswer:
-    """An agent's one call: its structured answer, the raw completion and its accounting."""
+    """An agent's answer: the submit tool's arguments as taken, their parsed value and the
+    accounting of every call it took (repairs included)."""
 
-    arguments: dict[str, Any]  # the submit tool's arguments (or what the text fallback found)
-    completion: Completion
+    arguments: dict[str, Any]
+    value: Any
     call: LLMCall
-
-
-def call_model(
-    agent: str,
-    model_name: str,
-    messages: list[Message],
-    *,
-    system: str,
-    tools: list[ToolSpec],
-    temperature: float | None = 0.0,
-) -> tuple[Completion, LLMCall]:
-    """One provider call with its accounting (tokens, latency, estimated cost) logged."""
-    from activities.llm.providers.registry import make_provider
-
-    provider = make_provider(model_name)
-    started = time.monotonic()
-    completion = provider.complete(
-        messages,
-        system=system,
-        tools=tools,
-        max_tokens=MAX_TOKENS,
-        temperature=temperature,
-        thinking=agent in THINKING_AGENTS,
-    )
-    latency = time.monotonic() - started
-    usage = completion.usage
-    call = LLMCall(
-        agent=agent,
-        model=model_name,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        latency_s=round(latency, 3),
-        cost_usd=estimate_cost(model_name, usage.input_tokens, usage.output_tokens),
-        notes=list(completion.notes),
-    )
-    for note in completion.notes:
-        if (model_name, note) not in _WARNED:
-            _WARNED.add((model_name, note))
-            structlog.get_logger().warning("llm setting not honoured", model=model_name, note=note)
-    structlog.get_logger().info(
-        "llm call",
-        agent=agent,
-        model=model_name,
-        input_tokens=call.input_tokens,
-        output_tokens=call.output_tokens,
-        latency_s=call.latency_s,
-        cost_usd=call.cost_usd,
-    )
-    return completion, call
+    repairs: list[str]  # what the model was told about the replies that were not taken
 
 
 def ask(
@@ -114,64 +63,21 @@ def ask(
     tool: ToolSpec,
     temperature: float | None = 0.0,
     media: tuple[Media, ...] = (),
+    parse: Any = None,
 ) -> AgentAnswer:
-    """One provider call: the agent's answer as the submit tool's arguments, with accounting."""
-    completion, call = call_model(
+    """The agent's answer to one user turn, as the submit tool's arguments and `parse`'s value
+    of them (an ApplicationError of type LLMBadAnswer from `parse` is told to the model and the
+    answer asked again; answers.REPAIRS times at most)."""
+    reply = converse(
         agent,
         model_name,
         [Message(role="user", content=user, media=media)],
         system=system,
-        tools=[tool],
+        submit=tool,
+        parse=parse or dict,
         temperature=temperature,
     )
-    return AgentAnswer(submitted_arguments(completion, tool), completion, call)
-
-
-def submitted_arguments(completion: Completion, tool: ToolSpec) -> dict[str, Any]:
-    """The submit tool's arguments; failing that, JSON or a code block found in the text (else a
-    retryable LLMBadAnswer)."""
-    for tc in completion.tool_calls:
-        if tc.name == tool.name:
-            return dict(tc.arguments)
-    # Text fallback: a JSON object, and/or a fenced python block for a "code" field.
-    text = completion.text or ""
-    found: dict[str, Any] = {}
-    obj = _json_object(text)
-    if obj is not None:
-        found.update(obj)
-    code = extract_code(text)
-    if code and "code" not in found:
-        found["code"] = code
-    if not found:
-        raise ApplicationError(
-            f"the model answered without calling {tool.name} and without code or JSON: "
-            f"{_snippet(text)}",
-            type="LLMBadAnswer",
-        )
-    return found
-
-
-_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
-
-
-def extract_code(text: str) -> str | None:
-    """The longest fenced code block, or None."""
-    blocks = _FENCE.findall(text or "")
-    return max(blocks, key=len).strip() + "\n" if blocks else None
-
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    candidates = re.findall(r"```json\s*\n(.*?)```", text, re.DOTALL)
-    if not candidates and "{" in text:
-        candidates = [text[text.find("{") : text.rfind("}") + 1]]
-    for raw in candidates:
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
+    return AgentAnswer(reply.arguments, reply.value, reply.call, reply.repairs)
 
 
 def _snippet(text: str, limit: int = 160) -> str:

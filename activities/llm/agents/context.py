@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from workflows.contracts.judging import Criterion, Judgment
-from workflows.verdict import heading
+from workflows.contracts.judging import Criterion
 
 
 def env_text(env_id: str) -> str:
@@ -72,16 +71,6 @@ def _library(c: Criterion) -> str:
     )
 
 
-def judgment_text(j: Judgment, title: str = "Judgment") -> str:
-    """A judgment (score, diagnosis, each criterion measured) for an agent to reason about."""
-    lines = [heading(title, j.passed, j.score, j.criteria)]
-    lines.append(j.diagnosis)
-    lines += [c.line() for c in j.criteria]
-    if j.failure_tags:
-        lines.append("Failure tags: " + ", ".join(j.failure_tags))
-    return "\n".join(lines)
-
-
 def code_text(title: str, code: str) -> str:
     """Code in a fenced block under a title, for an agent to read or correct."""
     return f"# {title}\n\n```python\n{code.rstrip()}\n```"
@@ -90,3 +79,14 @@ def code_text(title: str, code: str) -> str:
 def join(*parts: str) -> str:
     """The non-empty parts of a user message, separated by blank lines."""
     return "\n\n".join(p for p in parts if p)
+
+
+def lessons_text(lessons: str) -> str:
+    """The lesson of earlier sessions on this intent, as a prompt section ("" when none)."""
+    if not lessons.strip():
+        return ""
+    return (
+        "# Lessons from earlier sessions on this intent\n\nWhat worked and what failed before "
+        "(reward terms and weights, budgets, failure tags). Build on what passed; do not repeat "
+        "what failed.\n\n" + lessons.strip()
+    )

@@ -8,8 +8,9 @@ from temporalio.exceptions import ApplicationError
 
 from activities.behaviours.measured import checked
 from activities.behaviours.metrics import METRICS, available_metrics
+from activities.llm.agents.answers import Declined
 from activities.llm.agents.common import ask, render_prompt
-from activities.llm.agents.context import env_text, intent_text, join
+from activities.llm.agents.context import env_text, intent_text, join, lessons_text
 from activities.llm.providers.base import ToolSpec
 from workflows.contracts.judging import Criterion
 from workflows.contracts.usage import LLMCall
@@ -44,7 +45,12 @@ SUBMIT_CRITERIA = ToolSpec(
                     },
                     "required": ["name", "description", "measure", "target", "direction"],
                 },
-            }
+            },
+            "refusal": {
+                "type": "string",
+                "description": "only when this body cannot do the behaviour at all, whatever "
+                "the reward: why, in one sentence (then send no criteria)",
+            },
         },
         "required": ["criteria"],
     },
@@ -52,7 +58,11 @@ SUBMIT_CRITERIA = ToolSpec(
 
 
 def elicit(
-    prompt: str, env_id: str, model: str, budget: tuple[int, str, int] = (0, "ppo", 0)
+    prompt: str,
+    env_id: str,
+    model: str,
+    budget: tuple[int, str, int] = (0, "ppo", 0),
+    lessons: str = "",
 ) -> tuple[list[Criterion], LLMCall]:
     """The criteria the judge will score, elicited from the model for this prompt and env,
     told the training budget (steps per run, algorithm, iterations) and what random actions
@@ -70,10 +80,21 @@ def elicit(
             metrics_text(env_id),
             budget_text(*budget),
             random_rollout_text(env_id),
+            lessons_text(lessons),
         ),
         tool=SUBMIT_CRITERIA,
+        parse=lambda args: parse_criteria(declined(args).get("criteria"), env_id),
     )
-    return parse_criteria(answer.arguments.get("criteria"), env_id), answer.call
+    criteria: list[Criterion] = answer.value
+    return criteria, answer.call
+
+
+def declined(args: dict[str, Any]) -> dict[str, Any]:
+    """The answer, unless it declines the intent (Declined: the session ends "refused")."""
+    reason = " ".join(str(args.get("refusal") or "").split())
+    if reason:
+        raise Declined(reason)
+    return args
 
 
 def metrics_text(env_id: str) -> str:
@@ -100,10 +121,17 @@ def budget_text(timesteps: int, algo: str, iterations: int) -> str:
         return ""
     more = f", up to {iterations} iterations of revising the reward" if iterations > 1 else ""
     return (
-        f"# Training budget\n\nEach policy trains {timesteps:,} environment steps of "
-        f"{algo.upper()} (Stable-Baselines3 settings) per iteration{more}. Set targets that a "
+        f"# Training budget\n\nEach policy trains up to {timesteps:,} environment steps of "
+        f"{_trainer(algo)} per iteration{more}. Set targets that a "
         "policy trained this long reaches when it does the behaviour well."
     )
+
+
+def _trainer(algo: str) -> str:
+    """The trainer in words: PPO runs on policyforge's own engine, the others on SB3."""
+    if algo == "ppo":
+        return "PPO (policyforge's vectorised trainer, rl-zoo's settings for this body)"
+    return f"{algo.upper()} (Stable-Baselines3)"
 
 
 def parse_criteria(raw: Any, env_id: str) -> list[Criterion]:

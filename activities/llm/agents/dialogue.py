@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from activities.artifacts import ArtifactStore
-from activities.llm.agents.common import call_model, submitted_arguments
+from activities.llm.agents.answers import converse
 from activities.llm.providers.base import Message, ToolCall, ToolResult, ToolSpec
 from workflows.contracts.keys import turn_key
 from workflows.contracts.tools import MAX_TOOL_CALLS, ToolCallRef, ToolOutcome
@@ -35,6 +35,7 @@ def dump(messages: list[Message]) -> str:
             "content": m.content,
             "tool_calls": [asdict(c) for c in m.tool_calls],
             "tool_results": [asdict(r) for r in m.tool_results],
+            "thinking": list(m.thinking),
         }
         for m in messages
     ]
@@ -49,6 +50,7 @@ def load(text: str) -> list[Message]:
             content=m.get("content", ""),
             tool_calls=tuple(ToolCall(**c) for c in m.get("tool_calls", [])),
             tool_results=tuple(ToolResult(**r) for r in m.get("tool_results", [])),
+            thinking=tuple(m.get("thinking", [])),
         )
         for m in json.loads(text)
     ]
@@ -97,22 +99,24 @@ def take_turn(
     tools: list[ToolSpec],
     submit: ToolSpec,
     final: bool,
+    parse: Callable[[dict[str, Any]], Any] = dict,
 ) -> Turn:
-    """One call: the submitted answer, or the tool calls the model made (at most
-    MAX_TOOL_CALLS of them are run; the rest are answered as skipped by the workflow)."""
-    offered = [submit] if final else [*tools, submit]
-    completion, call = call_model(agent, model, messages, system=system, tools=offered)
-    submitted = next((c for c in completion.tool_calls if c.name == submit.name), None)
-    if submitted is not None:
-        return Turn(done=True, arguments=dict(submitted.arguments), call=call)
-    if completion.tool_calls and not final:
-        assistant = Message(
-            role="assistant", content=completion.text, tool_calls=tuple(completion.tool_calls)
-        )
-        refs = [_ref(c) for c in completion.tool_calls]
-        return Turn(done=False, tool_calls=refs, messages=[*messages, assistant], call=call)
-    # No tool call: a model that answers in text (code block or JSON) is still understood.
-    return Turn(done=True, arguments=submitted_arguments(completion, submit), call=call)
+    """One call (more when its answer is repaired): the submitted answer, or the tool calls the
+    model made (at most MAX_TOOL_CALLS of them are run; the rest are answered as skipped by the
+    workflow)."""
+    reply = converse(
+        agent,
+        model,
+        messages,
+        system=system,
+        submit=submit,
+        parse=parse,
+        lookups=None if final else tools,
+    )
+    if reply.lookups:
+        refs = [_ref(c) for c in reply.lookups]
+        return Turn(done=False, tool_calls=refs, messages=reply.messages, call=reply.call)
+    return Turn(done=True, arguments=reply.arguments, call=reply.call)
 
 
 class ToolRounds(Protocol):

@@ -49,7 +49,8 @@ def fix(
             _LATER if after_validation else "",
         ),
         tool=tool,
+        parse=lambda args: RewardCode.from_args(args, f"fixer_{kind}"),
     )
-    fixed = RewardCode.from_args(answer.arguments, f"fixer_{kind}")
+    fixed: RewardCode = answer.value
     # The summary goes on as the model wrote it (kept from before this code was shared).
     return replace(fixed, summary=str(answer.arguments.get("summary") or "")), answer.call

@@ -7,6 +7,7 @@ from typing import Any
 
 import structlog
 
+from activities.evidence import evidence_text, judgment_of
 from activities.llm.agents.common import answer_text, ask, clean_code, render_prompt, require
 from activities.llm.agents.context import (
     code_text,
@@ -14,7 +15,7 @@ from activities.llm.agents.context import (
     env_text,
     intent_text,
     join,
-    judgment_text,
+    lessons_text,
 )
 from activities.llm.agents.dialogue import Turn, take_turn, tool_budget_note
 from activities.llm.agents.tool_specs import REVISER_TOOLS
@@ -185,8 +186,10 @@ def author(
         ),
         tool=SUBMIT_REWARD,
         temperature=0.0 if candidate == 0 else 0.8,
+        parse=lambda args: RewardCode.from_args(args, "reward_author", design=True),
     )
-    return RewardCode.from_args(answer.arguments, "reward_author", design=True), answer.call
+    code: RewardCode = answer.value
+    return code, answer.call
 
 
 @dataclass(frozen=True)
@@ -217,13 +220,18 @@ def review(
             code_text("Reward code to review", code),
         ),
         tool=SUBMIT_REVIEW,
+        parse=_review_from,
     )
-    args = answer.arguments
+    verdict: Review = answer.value
+    return verdict, answer.call
+
+
+def _review_from(args: dict[str, Any]) -> Review:
     verdict = str(args.get("verdict", "")).strip().upper()
     notes = answer_text(args, "notes", 500)
     if verdict == "LGTM" or not args.get("code"):
-        return Review(notes or "LGTM", None), answer.call
-    return Review(notes, RewardCode.from_args(args, "reviewer")), answer.call
+        return Review(notes or "LGTM", None)
+    return Review(notes, RewardCode.from_args(args, "reviewer"))
 
 
 @dataclass(frozen=True)
@@ -238,17 +246,6 @@ class Revision:
     config: str | None = None
 
 
-def lessons_text(lessons: str) -> str:
-    """The lesson of earlier sessions on this intent, as a prompt section ("" when none)."""
-    if not lessons.strip():
-        return ""
-    return (
-        "# Lessons from earlier sessions on this intent\n\nWhat worked and what failed before "
-        "(reward terms and weights, budgets, failure tags). Build on what passed; do not repeat "
-        "what failed.\n\n" + lessons.strip()
-    )
-
-
 def revision_opening(
     req: ReviseRequest, code: str, lessons: str = "", rows: list[dict[str, Any]] | None = None
 ) -> str:
@@ -261,9 +258,14 @@ def revision_opening(
         env_text(req.env_id),
         criteria_text(req.criteria),
         code_text(f"Reward code trained in iteration {last} (the last)", code),
-        judgment_text(req.judgment),
+        evidence_text(
+            f"Iteration {last}",
+            last_judgment(req),
+            rows or [],
+            req.criteria,
+            req.train.timesteps_budget or req.train.timesteps_done,
+        ),
         training_text(req.train, req.timesteps, req.timesteps_cap, req.algo),
-        checkpoint_table(rows or [], req.judgment, req.criteria, req.train),
         history_text(req.history, req.best.iteration if req.best else None),
         feedback_text(req.feedback),
         lessons_text(lessons),
@@ -272,65 +274,12 @@ def revision_opening(
     )
 
 
-CHECKPOINT_ROWS = 5  # rows of the table when the judge scored no checkpoints
-
-READING_RULES = """How to read it:
-- Return rising while the judge's score and the measured values stay flat: the reward pays for
-  something the criteria do not measure (a hack or a proxy); change what it pays for.
-- Episode length falling, or short next to the env's limit: the body falls or the episode ends
-  early; pay for staying up or shape termination before paying for speed.
-- A term whose magnitude dwarfs the others decides what is learned; rescale it.
-- Measured values that improve and then fall back late in training: the policy drifts away from
-  the behaviour; strengthen the term that held it.
-- Nothing moving at all: the reward gives no gradient toward the behaviour from where a random
-  policy starts; add a dense, bounded term for the first step of it."""
-
-
-def checkpoint_table(
-    rows: list[dict[str, Any]], judgment: Judgment, criteria: list[Criterion], t: TrainResult
-) -> str:
-    """How the last training went over time: at each evaluation checkpoint the judge scored
-    (else at about CHECKPOINT_ROWS points), the return, episode length and each term's mean
-    from the metrics nearest it, with the judge's score and measured value per criterion."""
-    if not rows:
-        return ""
-    budget = t.timesteps_budget or t.timesteps_done
-    if judgment.checkpoints:
-        points = [(pct, int(pct) * budget / 100) for pct in judgment.checkpoints]
-    else:
-        step = max(1, len(rows) // CHECKPOINT_ROWS)
-        picked = rows[step - 1 :: step][-CHECKPOINT_ROWS:]
-        points = [(f"{100 * r['timesteps'] / max(budget, 1):.0f}", r["timesteps"]) for r in picked]
-    terms = sorted({k for r in rows for k in r if k.startswith("term_")})
-    names = [c.name for c in criteria]
-    units = {c.name: f" ({c.unit})" if c.unit else "" for c in criteria}
-    head = ["% of budget", "steps", "return", "episode length", *terms, "judge score"]
-    head += [f"{n} measured{units[n]}" for n in names]
-    lines = [
-        "# Training over time (the last iteration's best run)",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + " --- |" * len(head),
-    ]
-    for pct, at in points:
-        row = min(rows, key=lambda r: abs(r["timesteps"] - at))
-        measured = judgment.checkpoint_measured.get(pct, {})
-        score = judgment.checkpoints.get(pct)
-        cells = [
-            f"{pct}%",
-            f"{row['timesteps']:,}",
-            _num(row.get("ep_return_mean")),
-            _num(row.get("ep_len_mean")),
-            *(_num(row.get(term)) for term in terms),
-            _num(score),
-            *(_num(measured.get(n)) for n in names),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n\n" + READING_RULES
-
-
-def _num(value: Any) -> str:
-    return "-" if value is None else f"{float(value):.4g}"
+def last_judgment(req: ReviseRequest) -> Judgment:
+    """The last iteration's judgment as its record keeps it (both judges merged), the same
+    source read_judgment answers from; the request's own judgment when there is no record."""
+    last = req.iteration - 1
+    record = next((r for r in req.history if r.iteration == last), None)
+    return judgment_of(record, req.judgment) if record is not None else req.judgment
 
 
 def revise_turn(model: str, messages: list[Message], final: bool) -> Turn:
@@ -343,7 +292,14 @@ def revise_turn(model: str, messages: list[Message], final: bool) -> Turn:
         tools=REVISER_TOOLS,
         submit=SUBMIT_REVISION,
         final=final,
+        parse=_has_code,
     )
+
+
+def _has_code(args: dict[str, Any]) -> dict[str, Any]:
+    """A revision's arguments, once they hold code (else the model is told so)."""
+    require(args, "code", str, "reviser")
+    return args
 
 
 def revision_from(args: dict[str, Any], iterations: list[int], algo: str) -> Revision:

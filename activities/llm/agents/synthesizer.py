@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from activities.evidence import judgment_text
 from activities.llm.agents.common import answer_text, render_prompt
-from activities.llm.agents.context import intent_text, join, judgment_text
+from activities.llm.agents.context import intent_text, join
 from activities.llm.agents.dialogue import Turn, take_turn, tool_budget_note
 from activities.llm.agents.tool_specs import SYNTHESIZER_TOOLS
 from activities.llm.providers.base import Message, ToolSpec

@@ -206,11 +206,20 @@ def visual_criteria(
         system=render_prompt("vlm_criteria"),
         user=join(intent_text(prompt), scene_text(env_id), measured_text(measured)),
         tool=SUBMIT_VISUAL_CRITERIA,
+        parse=_visual_criteria,
     )
-    raw = answer.arguments.get("criteria")
+    return answer.value, answer.call
+
+
+def _visual_criteria(args: dict[str, Any]) -> list[dict[str, str]]:
+    raw = args.get("criteria")
     if not isinstance(raw, list) or not 2 <= len(raw) <= 5:
-        raise ApplicationError("vlm_criteria: expected 2-5 visual criteria", type="LLMBadAnswer")
-    return [{"name": str(c["name"]), "look_for": str(c["look_for"])} for c in raw], answer.call
+        raise ApplicationError("expected a list of 2-5 visual criteria", type="LLMBadAnswer")
+    if not all(isinstance(c, dict) and c.get("name") and c.get("look_for") for c in raw):
+        raise ApplicationError(
+            "every visual criterion needs a 'name' and a 'look_for'", type="LLMBadAnswer"
+        )
+    return [{"name": str(c["name"]), "look_for": str(c["look_for"])} for c in raw]
 
 
 def judge_video(

@@ -111,10 +111,10 @@ def claude_version(model: str) -> tuple[int, int] | None:
 
 def thinking_config(model: str, messages: list[Message]) -> tuple[dict[str, Any] | None, str]:
     """The `thinking` parameter for this model and conversation, or (None, why not)."""
-    if any(m.role == "assistant" and m.tool_calls for m in messages):
-        # Our transcripts keep tool calls, not thinking blocks, and a tool loop must keep one
-        # thinking setting with its blocks echoed back: only a conversation's first call thinks.
-        return None, "this call continues a tool loop whose thinking blocks are not kept"
+    if any(m.role == "assistant" and m.tool_calls and not m.thinking for m in messages):
+        # A tool loop that thinks must echo every turn's thinking blocks back: a transcript
+        # from a call that did not think (or from before they were kept) cannot.
+        return None, "this call continues a tool loop whose earlier turns did not think"
     version = claude_version(model)
     if version is not None and version < (3, 7):
         return None, f"{model} has no extended thinking"
@@ -164,6 +164,9 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
                 },
             }
         )
+    if m.role == "assistant":
+        # Reasoning first, as the API sent it (signed): required before a tool call it led to.
+        blocks = [dict(b) for b in m.thinking] + blocks
     if m.content:
         blocks.append({"type": "text", "text": m.content})
     blocks += [
@@ -175,8 +178,11 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
 def _completion(reply: Any, notes: tuple[str, ...] = ()) -> Completion:
     texts: list[str] = []
     calls: list[ToolCall] = []
+    thinking: list[dict[str, Any]] = []
     for block in reply.content:
-        if block.type == "text":
+        if block.type in ("thinking", "redacted_thinking"):
+            thinking.append(block.model_dump(exclude_none=True))
+        elif block.type == "text":
             texts.append(block.text)
         elif block.type == "tool_use":
             args = block.input if isinstance(block.input, dict) else {"input": block.input}
@@ -195,4 +201,5 @@ def _completion(reply: Any, notes: tuple[str, ...] = ()) -> Completion:
         model=reply.model or "",
         stop_reason=_STOP.get(reply.stop_reason or "", "other"),
         notes=notes,
+        thinking=tuple(thinking),
     )

@@ -62,6 +62,9 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_results: tuple[ToolResult, ...] = ()
     media: tuple[Media, ...] = ()
+    # An assistant turn's reasoning blocks as the provider sent them (opaque, signed), echoed
+    # back so that a conversation that goes on after tool calls may think again.
+    thinking: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     stop_reason: StopReason = "end"
+    thinking: tuple[dict[str, Any], ...] = ()  # the reasoning blocks to echo back (Anthropic)
     # What was asked but not sent or not honoured (a sampling setting this model rejects,
     # thinking skipped): reported on the call's accounting so a person sees it.
     notes: tuple[str, ...] = ()

@@ -226,13 +226,18 @@ def test_read_judgment_lists_criteria_and_checkpoint_scores(session: Session):
     assert lines[0] == (
         "# Iteration 1: not passed: forward speed 1.20, target at least 3.00 (score 0.35)"
     )
-    assert "mean forward velocity 1.20 m/s against a target of 3.00" in lines
+    assert lines[1] == "too slow"  # the record's diagnosis (both judges'), as the opening has it
     assert "- forward_speed: measured 1.2 against at least 3: not met (score 0.40)" in lines
     assert "- calm_actions: measured 0.3 against at most 0.5: met" in lines
     # The video judge's verdict, from the record: a verdict, never a measurement.
     assert "- visual:upright: the video judge says met: the back stays on top" in lines
     assert "Failure tags: too_slow" in lines
-    assert "Score at % of training: 25%: 0.12, 50%: 0.21, 100%: 0.35" in lines
+    # The checkpoint table the reviser's opening shows for the last iteration, from one source.
+    rows = _table(text)
+    assert [(r["% of budget"], r["judge score"]) for r in rows] == [
+        ("25%", "0.12"), ("50%", "0.21"), ("100%", "0.35")
+    ]  # fmt: skip
+    assert "forward_speed measured (target at least 3)" in rows[0]
 
 
 def test_read_training_shows_the_curve_as_a_table(session: Session):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from temporalio.exceptions import ApplicationError
 
@@ -9,9 +11,14 @@ from activities.llm.agents import criteria as criteria_agent
 from activities.llm.agents import reward
 from tests.fakes.llm_server import FakeLLMServer, Text, Tools
 from workflows.contracts.judging import Criterion
+from workflows.contracts.usage import LLMCall
 
 CRITERIA = [
     Criterion(name="speed", description="fast", measure="mean info_x_velocity", target=2.0),
+]
+ANT_CRITERIA = [
+    {"name": n, "description": n, "measure": "m", "target": 1, "direction": "at_least"}
+    for n in ("speed", "upright", "calm")
 ]
 CODE = (
     "class R(RewardFunction):\n    def compute(self, obs, action, next_obs, info):\n"
@@ -62,12 +69,29 @@ def test_the_elicitor_is_told_the_budget_and_what_random_actions_do(fake: FakeLL
     assert "3 of 3 ended early" in section and "info['x_velocity']" in section
 
 
-def test_too_few_criteria_is_a_retryable_bad_answer(fake: FakeLLMServer):
+def test_too_few_criteria_are_told_to_the_model_and_its_next_answer_taken(fake: FakeLLMServer):
     items = [{"name": "speed", "description": "d", "measure": "m", "target": 1}]
     fake.push("gemini", Tools([("submit_criteria", {"criteria": items})]))
+    fake.push("gemini", Tools([("submit_criteria", {"criteria": ANT_CRITERIA})]))
+    criteria, call = criteria_agent.elicit("run forward", "Ant-v5", "gemini-2.5-pro")
+    assert [c.name for c in criteria] == [c["name"] for c in ANT_CRITERIA]
+    assert call.calls == 2 and call.input_tokens == 40  # both paid calls counted
+    # The second request goes on with the first: the reply, then what was wrong with it.
+    second = fake.requests_for("gemini")[1].body
+    told = json.dumps(second["contents"][-1])
+    assert "expected 3-8 uniquely named criteria" in told and "submit_criteria" in told
+
+
+def test_criteria_wrong_every_time_end_the_stage_with_every_call_counted(fake: FakeLLMServer):
+    items = [{"name": "speed", "description": "d", "measure": "m", "target": 1}]
+    for _ in range(3):
+        fake.push("gemini", Tools([("submit_criteria", {"criteria": items})]))
     with pytest.raises(ApplicationError) as info:
         criteria_agent.elicit("run forward", "Ant-v5", "gemini-2.5-pro")
-    assert info.value.type == "LLMBadAnswer" and not info.value.non_retryable
+    err = info.value
+    assert err.type == "LLMBadAnswer" and err.non_retryable  # not retried blindly
+    assert "no usable answer in 3 calls" in err.message and "3-8" in err.message
+    assert LLMCall.model_validate(err.details[0]).calls == 3
 
 
 def test_local_server_answering_in_plain_text_still_gives_code(fake: FakeLLMServer):

@@ -150,3 +150,39 @@ def test_a_temperature_the_model_rejects_is_reported(
     assert "llm setting not honoured" in capsys.readouterr().out
     call_model("reviewer", "gpt-5", _user(), system="s", tools=[], temperature=0.8)
     assert "llm setting not honoured" not in capsys.readouterr().out
+
+
+def test_the_revision_after_a_tool_round_thinks_as_the_first_call_did(
+    fake: FakeLLMServer,
+) -> None:
+    """The reviser's thinking blocks go back with its tool calls (through the transcript kept
+    in S3 between its calls), so the call that writes the design and code thinks too, with the
+    same token limit as the first."""
+    from activities.llm.agents import dialogue
+
+    fake.push(
+        "anthropic",
+        Tools([("read_reward", {"iteration": 1})], thinking="Look at the reward first."),
+        Tools(
+            [
+                (
+                    "submit_revision",
+                    {"diagnosis": "d", "changes": "c", "design": DESIGN, "code": CODE},
+                )
+            ]
+        ),  # fmt: skip
+    )
+    first = reward.revise_turn("claude-sonnet-4-6", _user(), final=False)
+    assert not first.done
+    kept = dialogue.load(dialogue.dump(first.messages))  # as S3 keeps it between calls
+    results = Message(role="tool", tool_results=(ToolResult(first.messages[-1].tool_calls[0].id,
+                                                            "the code"),))  # fmt: skip
+    done = reward.revise_turn("claude-sonnet-4-6", [*kept, results], final=True)
+    assert done.done and done.arguments["code"] == CODE
+    a, b = (r.body for r in fake.requests_for("anthropic"))
+    assert a["thinking"] == b["thinking"] == {"type": "adaptive"}
+    assert a["max_tokens"] == b["max_tokens"] == 8192 + THINKING_BUDGET
+    echoed = b["messages"][1]["content"]
+    assert echoed[0]["type"] == "thinking" and echoed[0]["thinking"] == "Look at the reward first."
+    assert echoed[0]["signature"] and echoed[-1]["type"] == "tool_use"
+    assert done.call is not None and not any("thinking off" in n for n in done.call.notes)

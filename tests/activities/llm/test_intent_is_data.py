@@ -11,7 +11,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from activities.llm import frames, judging_activities
-from activities.llm.agents import common, dialogue, fixer, judge, reward, synthesizer, vlm
+from activities.llm.agents import calls, fixer, judge, reward, synthesizer, vlm
 from activities.llm.agents import criteria as criteria_agent
 from activities.llm.agents.common import PROMPTS
 from activities.llm.agents.context import REQUEST_CLOSE, REQUEST_OPEN, quoted_request
@@ -153,8 +153,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str], tuple[str, str
         got.append((kw["system"], messages[0].content))
         raise Sent
 
-    monkeypatch.setattr(common, "call_model", call_model)
-    monkeypatch.setattr(dialogue, "call_model", call_model)
+    monkeypatch.setattr(calls, "call_model", call_model)
     monkeypatch.setattr(judging_activities, "ArtifactStore", _Store)
     monkeypatch.setattr(frames, "timed_frames", lambda *a, **kw: frames.Frames([], 1.0, 30.0))
 
@@ -236,3 +235,11 @@ def test_the_offline_author_reads_the_sentence_as_words_and_refuses_an_imitation
         said = str(info.value)
         assert info.value.type == "IntentNotSupported" and info.value.non_retryable
         assert "\n" not in said and "does not know the words 'criteria judge measures" in said
+
+
+def test_no_prompt_file_holds_a_control_character() -> None:
+    """A tab inside `\\theta` (a Python escape that slipped into a prompt) is caught here."""
+    for path in sorted(PROMPTS.glob("*.md")):
+        text = path.read_text()
+        bad = [c for c in text if ord(c) < 32 and c != "\n"]
+        assert not bad, f"{path.name}: {bad!r}"

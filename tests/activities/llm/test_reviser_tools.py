@@ -566,3 +566,63 @@ def test_the_opening_shows_training_over_time_at_the_judged_checkpoints(fake: Fa
     assert table[4].startswith("| 25% | 12,288 | 60 | 1000 | -0.05 | 0.12 | 0.1 | 0.31 |")
     assert table[6].startswith("| 100% | 49,152 | 240 |")
     assert "How to read it:" in opening
+
+
+def test_the_opening_and_read_judgment_show_the_same_evidence_with_the_video_judge_on(
+    fake: FakeLLMServer,
+):
+    """The code judge passed iteration 2 (judgment.json: 1.00, passed); the video judge said a
+    visual criterion is not met and the synthesizer trusted the video (0.50, not passed). The
+    reviser's opening and its read_judgment tool print that iteration from one source: the
+    same verdict, score, criteria (verdicts labelled verdicts) and checkpoint measurements."""
+    from workflows.contracts.judging import VisualJudgment, VisualVerdict
+    from workflows.contracts.keys import JUDGMENT
+    from workflows.contracts.llm import SynthesisResult
+    from workflows.synthesis import synthesize
+
+    store = ArtifactStore()
+    req = _request(store, "anthropic")
+    met = [c.model_copy(update={"value": 3.2, "score": 1.0, "met": True}) for c in
+           _judgment(3.2, 1.0).criteria]  # fmt: skip
+    code = Judgment(
+        score=1.0, passed=True, diagnosis="every criterion met", criteria=met,
+        checkpoints={"50": 0.8, "100": 1.0},
+        checkpoint_measured={"50": {"forward_speed": 2.5, "calm_actions": 0.3},
+                             "100": {"forward_speed": 3.2, "calm_actions": 0.2}},
+    )  # fmt: skip
+    seen = VisualJudgment(
+        score=0.0, shown="16 frames",
+        verdicts=[VisualVerdict(name="moves_forward", verdict="not_met", score=0.0,
+                                reason="it rocks in place")],
+    )  # fmt: skip
+    settled = SynthesisResult(score=0.5, trusted="video", diagnosis="the floor does not move")
+    merged = synthesize(code, seen, 0.9, settled, witness=True)
+    assert merged.score == 0.5 and not merged.passed
+    last = req.history[-1].model_copy(
+        update={"score": merged.score, "passed": merged.passed, "diagnosis": merged.diagnosis,
+                "failure_tags": merged.failure_tags, "criteria": merged.criteria}
+    )  # fmt: skip
+    req = req.model_copy(update={"judgment": merged, "history": [req.history[0], last]})
+    store.put_text(last.best_run.run_prefix + JUDGMENT, code.model_dump_json())
+    rows = [
+        {"timesteps": 2048 * i, "ep_return_mean": 10.0 * i, "ep_len_mean": 1000.0,
+         "term_forward": 0.02 * i, "term_ctrl": -0.05}
+        for i in range(1, 25)
+    ]  # fmt: skip
+    store.put_text(
+        last.best_run.run_prefix + "metrics/scalars.jsonl", "\n".join(json.dumps(r) for r in rows)
+    )
+    fake.push("anthropic", Tools([("read_judgment", {"iteration": 2})]))
+    first = _revise(req)
+    (call,) = first.tool_calls
+    outcome = ActivityEnvironment().run(
+        session_tool,
+        ToolRequest(session_id=req.session_id, env_id=ENV_ID, call=call,
+                    result_key="tools/read_judgment.txt", history_key=first.history_key),
+    )  # fmt: skip
+    answer = store.get_text(outcome.key)
+    opening = fake.requests_for("anthropic")[0].prompt().user
+    assert answer.startswith("# Iteration 2: not passed") and "(score 0.50)" in answer
+    assert "- visual:moves_forward: the video judge says not met: it rocks in place" in answer
+    assert "| 50% |" in answer and "| 3.2 | 0.2 |" in answer  # the measured values, not "-"
+    assert answer in opening  # the same evidence, word for word
