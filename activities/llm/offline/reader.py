@@ -4,9 +4,11 @@
 sprint (locomotion, forward, exact speed 2.5 m/s, without falling) then a walk (locomotion,
 slow); "gracefully" is a style it understands and cannot measure, so it is listed as such and
 never refuses the intent. The reader walks the tables of `lexicon.py` (phrases longest first,
-then single words by their lemma); a word no table knows still refuses the intent, naming it:
-the offline author never pretends. `clauses.py` reads one clause; this module splits the prompt
-into clauses at sequence words ("then", "after that", "and finally") and puts the steps together.
+then single words by their lemma); a word no table knows never refuses an intent on its own: it
+is listed as not read ("partly expressed"), and named in the refusal of a prompt in which no
+behaviour was found. The offline author never pretends. `clauses.py` reads one clause; this
+module splits the prompt into clauses at sequence words ("then", "after that", "and finally")
+and puts the steps together.
 """
 
 from __future__ import annotations
@@ -86,19 +88,26 @@ def read(prompt: str) -> Parsed:
         raise NotExpressible("the prompt has no words")
     _unsupported(tokens)
     clauses = [read_clause(seg) for seg in _segments(tokens)]
+    unknown = tuple(dict.fromkeys(w for c in clauses for w in c.unknown))
     steps = _assemble(clauses)
     if not steps:
+        said = f"; it does not know '{' '.join(unknown)}'" if unknown else ""
         raise NotExpressible(
             "it names no behaviour the offline author knows (walk/run/hop/swim, stand, lie down, "
             "sit, squat, spin, turn, jump, flip, balance, reach, or a pose of the head, arms, "
-            "knees or feet)"
+            f"knees or feet){said}"
         )
     if len(steps) > MAX_STEPS:
         raise NotExpressible(
             f"it asks for {len(steps)} steps in a row; a reward sequences at most {MAX_STEPS} "
             "phases"
         )
-    unmeasured = tuple(dict.fromkeys(w for c in clauses for w in c.unmeasured))
+    # A word no table knows is listed, never dropped: the reading says what it did not read.
+    unmeasured = tuple(
+        dict.fromkeys(
+            [w for c in clauses for w in c.unmeasured] + [f"'{w}' (not read)" for w in unknown]
+        )
+    )
     unused = tuple(dict.fromkeys(w for c in clauses for w in c.unused))
     notes = tuple(dict.fromkeys(n for c in clauses for n in c.notes))
     return Parsed(tuple(steps), unmeasured, unused, notes)

@@ -304,7 +304,8 @@ BANK: list[Case] = [
     (REACH, "balance the pole", {"refuse": "has no pole"}),
     (REACH, "throw the ball", {"refuse": "throwing needs"}),
     (REACH, "reach for the target", {"steps": "reach", "template": "reach"}),
-    (REACH, "touch the red dot", {"refuse": "'red dot'"}),
+    # Words no table knows never refuse on their own: listed as not read.
+    (REACH, "touch the red dot", {"steps": "reach", "style": "'red' (not read)|'dot' (not read)"}),
     (REACH, "move the arm to the goal quickly and keep it steady",
      {"steps": "reach", "q": "still", "crit": "reaches_quickly"}),
     # --- InvertedPendulum --------------------------------------------------------------------
@@ -318,7 +319,7 @@ BANK: list[Case] = [
     (PEND, "balance the pole and keep the cart centered", {"steps": "balance"}),
     (PEND, "stabilize the pendulum", {"steps": "balance", "template": "balance"}),
     (PEND, "balance both poles upright", {"refuse": "has one pole"}),
-    (PEND, "swing the pole up", {"refuse": "does not know 'swing'"}),
+    (PEND, "swing the pole up", {"steps": "balance", "style": "'swing' (not read)"}),
     (PEND, "walk forward", {"refuse": "no free-moving body"}),
     (PEND, "don't let the pole fall", {"steps": "balance", "template": "balance"}),
     (PEND, "keep it balanced as long as possible", {"steps": "balance", "q": "whole_episode"}),

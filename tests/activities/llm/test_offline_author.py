@@ -174,7 +174,7 @@ def test_other_intents(prompt: str, env_id: str, template: str, params: dict[str
         ("spin", "Hopper-v5", "not one of them"),
         ("run forward and jump", "HalfCheetah-v5", "several behaviours"),
         ("make a sandwich", "Ant-v5", "names no behaviour"),
-        ("run to the red ball", "HalfCheetah-v5", "'red ball'"),
+        ("zorp the flibbet", "Ant-v5", "it does not know 'zorp flibbet'"),
     ],
 )
 def test_refusals(prompt: str, env_id: str, why: str):

@@ -158,7 +158,7 @@ def test_a_body_part_in_a_pose_it_cannot_measure_is_refused():
         read("stand with its arms crossed")
 
 
-def test_styles_are_listed_not_refused_and_unknown_words_still_refuse():
+def test_styles_and_unknown_words_are_listed_not_refused():
     parsed = read("walk forward gracefully like a cat with a relaxed stride, for fun")
     assert parsed.steps[0].core == "locomotion"
     assert set(parsed.unmeasured) == {
@@ -167,10 +167,38 @@ def test_styles_are_listed_not_refused_and_unknown_words_still_refuse():
         "with a relaxed stride",
         "for fun",
     }
-    with pytest.raises(NotExpressible, match="'red ball'"):
-        read("run to the red ball")
+    # A word no table knows never refuses an intent whose behaviour was found: it is listed.
+    parsed = read("run to the red ball")
+    assert parsed.steps[0].core == "locomotion"
+    assert {"'red' (not read)", "'ball' (not read)"} <= set(parsed.unmeasured)
     with pytest.raises(NotExpressible, match="names no behaviour"):
         read("make a sandwich")
+
+
+@pytest.mark.parametrize(
+    ("prompt", "core", "unread"),
+    [
+        ("walk forward past the glimmerstone", "locomotion", ["glimmerstone"]),
+        ("jump twice, then zorble", "jump", ["zorble"]),
+        ("spin around the quuxel twice", "spin", ["quuxel"]),
+        ("stand still and frobnicate", "stand", ["frobnicate"]),
+    ],
+)
+def test_made_up_words_never_refuse_a_found_behaviour(prompt: str, core: str, unread: list[str]):
+    """The rule itself, with words no lexicon has: the behaviour is read, each made-up word is
+    listed as not read, and nothing is refused."""
+    parsed = read(prompt)
+    assert parsed.steps[0].core == core
+    for word in unread:
+        assert f"'{word}' (not read)" in parsed.unmeasured
+
+
+def test_made_up_words_alone_are_refused_naming_them():
+    with pytest.raises(NotExpressible) as info:
+        read("zorble the quuxel")
+    message = str(info.value)
+    assert "names no behaviour" in message and "it does not know 'zorble quuxel'" in message
+    assert "\n" not in message
 
 
 def test_flips_read_their_direction_and_count():
