@@ -215,8 +215,29 @@ def _adjective(tok: str) -> bool:
     return not known
 
 
+# Words that negate the behaviour after them ("do not flip", "never spin", "no spinning").
+NEGATORS = frozenset({"not", "never", "no", "nor"})
+
+
+def _negated(tokens: list[str], taken: list[bool], f: Found) -> None:
+    """A behaviour said not to be done is not read as one to do: the phrase ("not flip") is
+    listed as not measured (no reward here penalises a behaviour by name), and its words are
+    taken. Negated phrases the lexicon knows ("do not fall") were taken before this."""
+    for i, tok in enumerate(tokens):
+        if taken[i] or tok not in NEGATORS:
+            continue
+        j = i + 1
+        while j < len(tokens) and tokens[j] in ("a", "an", "the", "any", "do", "to"):
+            j += 1
+        if j < len(tokens) and not taken[j] and lemma(tokens[j], _KNOWN_LEMMAS) in CORE_VERBS:
+            f.unmeasured.append(" ".join(tokens[i : j + 1]))
+            for k in range(i, j + 1):
+                taken[k] = True
+
+
 def _words(tokens: list[str], taken: list[bool], f: Found) -> list[str]:
     """Single words; returns the ones no table knows."""
+    _negated(tokens, taken, f)
     unknown: list[str] = []
     extras = frozenset().union(*CORE_EXTRAS.values())
     for i, tok in enumerate(tokens):

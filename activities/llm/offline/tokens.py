@@ -2,9 +2,10 @@
 
 Lower case; "m/s", "km/h", "°" and numbers glued to units ("2.5m/s", "3s") become separate
 tokens; number words become numbers ("two" -> 2); hyphens and apostrophes split words
-("counter-clockwise" -> counter clockwise, "don't" -> don t); commas, semicolons and full stops
-become "," (a clause boundary). `lemma` finds the dictionary form of an inflected verb or noun
-from a set of known ones, and `Phrases` finds the longest known phrase at a position.
+("counter-clockwise" -> counter clockwise, "don't" and "shouldn't" -> do not); commas,
+semicolons and full stops become "," (a clause boundary). `lemma` finds the dictionary form of
+an inflected verb or noun from a set of known ones, and `Phrases` finds the longest known phrase
+at a position.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ CLAUSE = ","
 _SYMBOLS = (
     ("°", " deg "),
     ("km/h", " kmh "),
+    ("cm/s", " cmps "),  # before m/s, which it contains
     ("m/s", " mps "),
     ("rad/s", " radps "),
     ("’", "'"),
@@ -46,6 +48,7 @@ def normalize(prompt: str) -> list[str]:
     text = re.sub(r"(\d)\s*(?=[a-z])", r"\1 ", text)  # 3s -> 3 s, 0.5m -> 0.5 m
     text = re.sub(r"[,;:!?]|\.(?!\d)", " , ", text)
     tokens = re.findall(r"\d+(?:\.\d+)?|[a-z]+|,", text)
+    tokens = _negations(tokens)
     tokens = _numbers(tokens)
     # No empty clauses: "a, , b" reads as "a , b", and no mark at either end.
     out: list[str] = []
@@ -55,6 +58,38 @@ def normalize(prompt: str) -> list[str]:
         out.append(tok)
     while out and out[-1] == CLAUSE:
         out.pop()
+    return out
+
+
+# "shouldn't" splits into "shouldn t": the verb and its "not".
+_CONTRACTED = {
+    "don": "do", "doesn": "does", "didn": "did", "shouldn": "should", "mustn": "must",
+    "can": "can", "won": "will", "isn": "is", "aren": "are", "wasn": "was", "weren": "were",
+    "wouldn": "would", "couldn": "could", "needn": "need", "shan": "shall", "mightn": "might",
+}  # fmt: skip
+# An auxiliary before "not" says nothing more than "do not" ("it should not fall", "must not
+# flip"): the lexicon's negated phrases are written with "do not".
+_AUXILIARIES = frozenset(
+    ("do", "does", "did", "should", "must", "shall", "will", "would", "can", "could", "may")
+    + ("might", "need", "is", "are", "was", "were")
+)
+
+
+def _negations(tokens: list[str]) -> list[str]:
+    """Contractions as their words ("don t" -> do not) and "<auxiliary> not" as "do not"."""
+    words: list[str] = []
+    i = 0
+    while i < len(tokens):
+        if tokens[i] in _CONTRACTED and i + 1 < len(tokens) and tokens[i + 1] == "t":
+            words += [_CONTRACTED[tokens[i]], "not"]
+            i += 2
+            continue
+        words.append(tokens[i])
+        i += 1
+    out: list[str] = []
+    for i, tok in enumerate(words):
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        out.append("do" if tok in _AUXILIARIES and nxt == "not" else tok)
     return out
 
 

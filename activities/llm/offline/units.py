@@ -23,6 +23,8 @@ COUNT_WORDS: dict[str, int] = {"once": 1, "twice": 2, "thrice": 3, "double": 2, 
 # Unit words -> (dimension, factor to SI). "count" units count the behaviour ("3 times").
 UNITS: dict[str, tuple[str, float]] = {
     "mps": ("speed", 1.0),
+    "cmps": ("speed", 0.01),
+    "mph": ("speed", 0.44704),
     "kmh": ("speed", 1 / 3.6),
     "kph": ("speed", 1 / 3.6),
     "radps": ("rate", 1.0),
@@ -83,7 +85,13 @@ UNIT_PHRASES: dict[str, str] = {
         "meters per second | metres per second | meter per second | metre per "
         "second | m per s | m per second | meters a second | metres a second",
     ),
+    **table(
+        "cmps",
+        "cm per second | cm per s | cm a second | centimeters per second | centimetres per "
+        "second | centimeter per second | centimetre per second | centimetres a second",
+    ),
     **table("kmh", "km per h | km per hour | kilometers per hour | kilometres per hour | km h"),
+    **table("mph", "miles per hour | mile per hour | miles an hour"),
     **table("radps", "rad per s | radians per second | rad per second"),
     **table(
         "turns",

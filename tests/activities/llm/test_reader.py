@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from activities.llm.offline.matcher import match_intent
 from activities.llm.offline.reader import read
 from activities.llm.offline.refusals import NotExpressible
 from activities.llm.offline.tokens import lemma, normalize
@@ -20,8 +21,13 @@ def test_tokens_split_units_numbers_and_clauses():
         "1000", "steps",
     ]  # fmt: skip
     assert normalize("jump two times, counter-clockwise, don't fall") == [
-        "jump", "2", "times", ",", "counter", "clockwise", ",", "don", "t", "fall",
+        "jump", "2", "times", ",", "counter", "clockwise", ",", "do", "not", "fall",
     ]  # fmt: skip
+    # A contraction and an auxiliary before "not" read as "do not"; speeds in words.
+    assert normalize("it shouldn't fall, it mustn't stop") == [
+        "it", "do", "not", "fall", ",", "it", "do", "not", "stop",
+    ]  # fmt: skip
+    assert normalize("at 50 cm/s") == ["at", "50", "cmps"]
     # "one knee", "two poles": which parts, not a count.
     assert normalize("raise one knee") == ["raise", "one", "knee"]
     assert normalize("balance the two poles")[-2:] == ["two", "poles"]
@@ -205,3 +211,39 @@ def test_flips_read_their_direction_and_count():
     assert [(s.core, s.direction) for s in read("do a backflip").steps] == [("flip", 1.0)]
     assert [(s.core, s.direction) for s in read("do a front flip").steps] == [("flip", -1.0)]
     assert read("flip backwards 720 degrees").steps[0].count == 2
+
+
+@pytest.mark.parametrize(
+    ("env_id", "prompt", "metric", "target"),
+    [
+        ("HalfCheetah-v5", "run forward at 50 cm per second", "mean_x_velocity", 0.5),
+        ("Walker2d-v5", "walk forward at 80 centimetres per second", "mean_x_velocity", 0.8),
+        ("Hopper-v5", "hop forward at 3 mph", "mean_x_velocity", 1.3411),
+    ],
+)
+def test_speeds_in_words_are_speeds(env_id: str, prompt: str, metric: str, target: float):
+    criteria = match_intent(prompt, env_id).criteria
+    speed = next(c for c in criteria if c.metric == metric)
+    assert speed.target == pytest.approx(target, abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "prompt", "core", "said"),
+    [
+        ("HalfCheetah-v5", "run forward and do not flip", "locomotion", "not flip"),
+        ("Ant-v5", "walk forward, no spinning", "locomotion", "no spinning"),
+        ("Humanoid-v5", "walk forward and never jump", "locomotion", "never jump"),
+    ],
+)
+def test_a_behaviour_said_not_to_be_done_is_never_read_as_one_to_do(
+    env_id: str, prompt: str, core: str, said: str
+):
+    parsed = read(prompt)
+    assert [s.core for s in parsed.steps] == [core]
+    assert said in parsed.unmeasured  # listed as not measured, never dropped
+    assert said in match_intent(prompt, env_id).unmeasured
+
+
+def test_a_fall_said_with_a_contraction_is_read_as_staying_up():
+    criteria = match_intent("walk forward, it shouldn't fall", "Humanoid-v5").criteria
+    assert "alive_fraction" in {c.metric for c in criteria}
