@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from activities.llm.offline.clauses import Clause, Step, read_clause
+from activities.llm.offline.clauses import NEGATORS, Clause, Step, read_clause
 from activities.llm.offline.lexicon import FIRST, SEQUENCE
 from activities.llm.offline.refusals import UNSUPPORTED, NotExpressible
 from activities.llm.offline.tokens import CLAUSE, Phrases, lemma, normalize
@@ -92,6 +92,9 @@ def read(prompt: str) -> Parsed:
     steps = _assemble(clauses)
     if not steps:
         said = f"; it does not know '{' '.join(unknown)}'" if unknown else ""
+        negated = [w for c in clauses for w in c.unmeasured if w.split()[0] in NEGATORS]
+        if negated:
+            said += f"; it only says what not to do ('{', '.join(negated)}')"
         raise NotExpressible(
             "it names no behaviour the offline author knows (walk/run/hop/swim, stand, lie down, "
             "sit, squat, spin, turn, jump, flip, balance, reach, or a pose of the head, arms, "

@@ -247,3 +247,9 @@ def test_a_behaviour_said_not_to_be_done_is_never_read_as_one_to_do(
 def test_a_fall_said_with_a_contraction_is_read_as_staying_up():
     criteria = match_intent("walk forward, it shouldn't fall", "Humanoid-v5").criteria
     assert "alive_fraction" in {c.metric for c in criteria}
+
+
+def test_a_prompt_that_only_says_what_not_to_do_is_refused_saying_so():
+    with pytest.raises(NotExpressible) as info:
+        read("do not flip")
+    assert "it only says what not to do ('not flip')" in str(info.value)
