@@ -85,7 +85,6 @@ class Reply(Generic[T]):
     call: LLMCall
     messages: list[Message] = field(default_factory=list)
     lookups: tuple[ToolCall, ...] = ()
-    repairs: list[str] = field(default_factory=list)  # what the model was told, in order
 
 
 def converse(
@@ -106,7 +105,6 @@ def converse(
     offered = [*(lookups or []), submit]
     lookup_names = {t.name for t in lookups or []}
     calls: list[LLMCall] = []
-    told: list[str] = []
     limit = calls_.MAX_TOKENS
     problem = ""
     for _ in range(REPAIRS + 1):
@@ -138,7 +136,6 @@ def converse(
                     merged_calls(calls),
                     [*messages, assistant],
                     completion.tool_calls,
-                    told,
                 )
             value = parse(args)
         except Declined as exc:
@@ -155,10 +152,7 @@ def converse(
                 raise
             problem, cut, advice = exc.message, False, ""
         else:
-            return Reply(
-                value, args, merged_calls(calls), [*messages, _assistant(completion)], (), told
-            )
-        told.append(repair_text(problem, submit, advice))
+            return Reply(value, args, merged_calls(calls), [*messages, _assistant(completion)])
         structlog.get_logger().warning(
             "answer in the wrong form", agent=agent, model=model, attempt=len(calls), told=problem
         )
@@ -320,8 +314,7 @@ def _fields(submit: ToolSpec) -> str:
 
 
 def _snippet(text: str, limit: int = 120) -> str:
-    line = " ".join((text or "").split())
-    return repr(line if len(line) <= limit else line[: limit - 3] + "...")
+    return repr(_line(text or "", limit))
 
 
 def _line(text: str, limit: int = 300) -> str:

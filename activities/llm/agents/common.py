@@ -51,7 +51,6 @@ class AgentAnswer:
     arguments: dict[str, Any]
     value: Any
     call: LLMCall
-    repairs: list[str]  # what the model was told about the replies that were not taken
 
 
 def ask(
@@ -77,12 +76,7 @@ def ask(
         parse=parse or dict,
         temperature=temperature,
     )
-    return AgentAnswer(reply.arguments, reply.value, reply.call, reply.repairs)
-
-
-def _snippet(text: str, limit: int = 160) -> str:
-    line = " ".join(text.split())
-    return repr(line if len(line) <= limit else line[: limit - 3] + "...")
+    return AgentAnswer(reply.arguments, reply.value, reply.call)
 
 
 def require(args: dict[str, Any], field: str, kind: type, agent: str) -> Any:
