@@ -128,3 +128,18 @@ def test_terms_of_another_shape_are_refused_in_one_line():
     assert "`terms` must be a list of term names, or a dict of term name to description" in (
         str(info.value)
     )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from policyforge import RewardFunction; import os",
+        "from policyforge import RewardFunction, Session",
+        "from policyforge import *",
+        "import policyforge",
+    ],
+)
+def test_only_the_exact_import_line_of_the_base_class_is_blanked(line: str):
+    """Anything more on the line than the base class's import stays and is refused."""
+    with pytest.raises(RewardLoadError, match="not allowed"):
+        load_reward(line + "\n" + README_CLASS, "sneaky.py")
