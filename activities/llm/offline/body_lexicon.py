@@ -15,14 +15,14 @@ BODY_PARTS: dict[str, str] = {
     "knees": "knees",
     **dict.fromkeys(words("leg legs foot feet paw paws hoof hooves"), "legs"),
     **dict.fromkeys(words("stance footing"), "stance"),
-    **dict.fromkeys(words("torso chest trunk spine body"), "torso"),
+    **dict.fromkeys(words("torso chest trunk spine body belly hips"), "torso"),
 }
 # The states a pose phrase can put a part in.
 POSE_STATES: dict[str, str] = {
     **dict.fromkeys(
         words(
             "out outstretched spread sideways sides side extended stretched wide apart open "
-            "outward outwards horizontal horizontally"
+            "outward outwards"
         ),
         "out",
     ),
@@ -44,12 +44,18 @@ POSE_STATES: dict[str, str] = {
     **dict.fromkeys(words("broad broader wider"), "out"),
     **dict.fromkeys(words("off air"), "off"),
     **dict.fromkeys(words("straight upright vertical erect"), "straight"),
+    # The body's line: a level torso ("back flat", "body horizontal"); arms held level are out.
+    **dict.fromkeys(words("level flat horizontal horizontally even"), "level"),
+    **dict.fromkeys(words("tall"), "tall"),
 }
 # Which legs: "rear legs", "one leg".
 LEG_SIDES: dict[str, str] = {
     **dict.fromkeys(words("rear back hind"), "rear"),
     **dict.fromkeys(words("front fore"), "front"),
     **dict.fromkeys(words("one single a"), "one"),
+    **dict.fromkeys(words("left"), "left"),
+    **dict.fromkeys(words("right"), "right"),
+    **dict.fromkeys(words("3 three"), "three"),
 }
 # Verbs that only set a pose ("raise its arms", "lean forward").
 POSE_VERBS = words("raise lift lower spread extend stretch bend lean tilt bow drop tuck open")
@@ -58,7 +64,7 @@ LEAN_VERBS = words("lean tilt bend bow incline pitch")
 POSE_TAILS = table(
     "tail",
     "off the ground | off the floor | in the air | into the air | up | high | up high | high up "
-    "| wide | apart | out",
+    "| wide | apart | out | to the ground | to the floor",
 )
 # Which poses name which body-part group: a part word whose pose a phrase already gave is
 # read as part of it ("arms raised above its head").
@@ -66,7 +72,9 @@ POSE_GROUPS: dict[str, str] = {
     "arms_out": "arms", "arms_up": "arms", "arms_down": "arms", "head_down": "head",
     "head_up": "head", "knee_up": "knee", "wide_stance": "legs", "narrow_stance": "legs",
     "rear_feet_up": "legs", "front_feet_up": "legs", "one_foot": "legs", "upright": "torso",
-    "stand_left": "legs", "stand_right": "legs",
+    "stand_left": "legs", "stand_right": "legs", "torso_low": "torso", "torso_tall": "torso",
+    "level": "torso", "front_left_foot_up": "legs", "front_right_foot_up": "legs",
+    "back_left_foot_up": "legs", "back_right_foot_up": "legs",
     "high_knees": "knee",
     "lean_forward": "torso", "lean_back": "torso", "lean_left": "torso", "lean_right": "torso",
 }  # fmt: skip
@@ -95,7 +103,8 @@ POSE_PHRASES: dict[str, str] = {
         "on one leg | on one foot | on a single leg | on a single foot | one leg "
         "in the air | one foot in the air | one foot off the ground | one leg off the "
         "ground | one leg raised | one foot raised | lift one leg | lift one foot | raise "
-        "one leg | raise one foot",
+        "one leg | raise one foot | on the other 3 | on the other 3 legs | on its other 3 legs "
+        "| on 3 legs | on its 3 legs | on just 3 legs | on only 3 legs",
     ),
     **table(
         "stand_left",
@@ -120,6 +129,19 @@ POSE_PHRASES: dict[str, str] = {
         "a wide stance | wide stance | feet apart | legs apart | feet wide "
         "apart | legs wide apart | feet spread | legs spread | wide legged | feet wide | "
         "straddle",
+    ),
+    **table(
+        "torso_low",
+        "low to the ground | close to the ground | near the ground | close to the floor | low "
+        "to the floor | near the floor | hug the ground | hugging the ground | body low | stay "
+        "low to the ground | keep low to the ground | belly low | belly close to the ground",
+    ),
+    **table("torso_tall", "stand tall | standing tall | stands tall | tall and proud"),
+    **table(
+        "level",
+        "keep its back flat | back flat | flat back | body level | torso level | keep the body "
+        "level | keep its body level | keep the torso level | keep its torso level | body "
+        "horizontal | torso horizontal",
     ),
     **table("narrow_stance", "feet together | legs together | a narrow stance | narrow stance"),
     **table(

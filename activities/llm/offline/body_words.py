@@ -3,19 +3,19 @@ ground", "head lowered", "a wide stance".
 
 Whole phrases come from lexicon.POSE_PHRASES; otherwise a body-part word and the state words
 near it in the same clause ("with its arms stretched out wide") decide the pose. A body part
-with no state the library measures refuses the intent, naming the words.
+with no state the library measures is listed as not measured, naming the words.
 """
 
 from __future__ import annotations
 
 from activities.llm.offline.body_lexicon import BODY_PARTS, LEG_SIDES, POSE_GROUPS, POSE_STATES
 from activities.llm.offline.lexicon import words
-from activities.llm.offline.refusals import NotExpressible
 from activities.llm.offline.tokens import CLAUSE
 
 # Words that only join a body part to its state ("arms out to the sides").
 _JOINERS = words(
-    "to the its of off ground floor in air at from both his her their held with keeping keep a an"
+    "to the its of off ground floor in air at from both his her their held with keeping keep kept "
+    "a an"
 )
 _STOPS = frozenset({CLAUSE, "and", "while", "whilst", "then"})
 WINDOW = 4
@@ -36,12 +36,14 @@ _RULES: dict[tuple[str, str], str] = {
     ("stance", "together"): "narrow_stance",
     ("torso", "straight"): "upright",
     ("torso", "up"): "upright",
+    ("torso", "down"): "torso_low",
+    ("torso", "tall"): "torso_tall",
+    ("torso", "level"): "level",
+    ("arms", "level"): "arms_out",
 }
 _LEG_RULES: dict[str, str] = {"rear": "rear_feet_up", "front": "front_feet_up", "one": "one_foot"}
-MEASURED = (
-    "it measures the heights of the head, hands, feet and knees, how far apart the hands or "
-    "feet are, and the torso's pitch and roll"
-)
+# "the front left leg lifted": one of four legs by its end and side.
+_ENDS = {"front": "front", "rear": "back"}
 
 
 def _window(tokens: list[str], taken: list[bool], i: int) -> list[int]:
@@ -59,17 +61,19 @@ def _window(tokens: list[str], taken: list[bool], i: int) -> list[int]:
 _SAME = {"knees": "knee", "stance": "legs"}
 
 
-def read_poses(tokens: list[str], taken: list[bool], found: list[str]) -> list[str]:
-    """The poses the clause's remaining body-part words name; their words marked taken. A part
-    whose pose a phrase of the clause already gave (`found`) is read as part of it."""
+def read_poses(
+    tokens: list[str], taken: list[bool], found: list[str]
+) -> tuple[list[str], list[str]]:
+    """The poses the clause's remaining body-part words name, and the phrases naming a part in
+    a state no measure reads ("arms relaxed": listed as not measured, never refused); their
+    words marked taken. A part whose pose a phrase of the clause already gave (`found`) is read
+    as part of it."""
     poses: list[str] = []
+    unread: list[str] = []
     named = {POSE_GROUPS[p] for p in found if p in POSE_GROUPS}
     for i, tok in enumerate(tokens):
         group = BODY_PARTS.get(tok)
         if group is None or taken[i]:
-            continue
-        if _SAME.get(group, group) in named:
-            taken[i] = True
             continue
         near = _window(tokens, taken, i)
         states = {POSE_STATES[tokens[j]]: j for j in near if tokens[j] in POSE_STATES}
@@ -78,7 +82,17 @@ def read_poses(tokens: list[str], taken: list[bool], found: list[str]) -> list[s
         if group == "legs":
             sides = {LEG_SIDES[tokens[j]]: j for j in near if tokens[j] in LEG_SIDES}
             lifted = {s: j for s, j in states.items() if s in ("up", "off")}
+            end = next((e for e in _ENDS if e in sides), None)
+            way = next((w for w in ("left", "right") if w in sides), None)
+            if lifted and end and way:
+                pose = f"{_ENDS[end]}_{way}_foot_up"
+                used += [sides[end], sides[way], *lifted.values()]
+            elif "three" in sides and "up" not in states and "off" not in states:
+                pose = "one_foot"  # "on three legs": one of four lifted
+                used.append(sides["three"])
             for side, rule in _LEG_RULES.items():
+                if pose is not None:
+                    break
                 if side in sides and lifted:
                     pose = rule
                     used += [sides[side], *lifted.values()]
@@ -90,12 +104,32 @@ def read_poses(tokens: list[str], taken: list[bool], found: list[str]) -> list[s
                     pose = ruled
                     used.append(j)
                     break
+        if pose is None and _SAME.get(group, group) in named:
+            # "the torso kept low, close to the ground": the phrase gave this part's pose; its
+            # own state words say the same.
+            taken[i] = True
+            for j in near:
+                if _RULES.get((group, POSE_STATES.get(tokens[j], ""))) is not None:
+                    taken[j] = True
+            continue
         if pose is None:
-            shown = " ".join(tokens[j] for j in sorted({i, *near}) if tokens[j] != CLAUSE)
-            raise NotExpressible(
-                f"'{shown}' asks for a pose of the {group} that the behaviour library cannot "
-                f"measure ({MEASURED})"
+            # The part and the words after it that no table reads ("arms crossed", "hands on
+            # its hips"), or the one before it ("crossed arms").
+            span = [i]
+            j = i + 1
+            while j < len(tokens) and j - i <= 3 and not taken[j] and tokens[j] not in _STOPS:
+                span.append(j)
+                j += 1
+            while len(span) > 1 and tokens[span[-1]] in _JOINERS:
+                span.pop()
+            if len(span) == 1 and i > 0 and not taken[i - 1] and tokens[i - 1] not in _JOINERS:
+                span.insert(0, i - 1)
+            unread.append(
+                f"{' '.join(tokens[j] for j in span)} (no measure of the {group} reads this)"
             )
+            for j in span:
+                taken[j] = True
+            continue
         lo, hi = min(used), max(used)
         while lo > 0 and not taken[lo - 1] and tokens[lo - 1] in _JOINERS:
             lo -= 1  # "with both hands raised": the words before the part are the pose's too
@@ -104,4 +138,4 @@ def read_poses(tokens: list[str], taken: list[bool], found: list[str]) -> list[s
                 taken[j] = True
         if pose not in poses:
             poses.append(pose)
-    return poses
+    return poses, unread

@@ -293,8 +293,15 @@ def read_clause(tokens: list[str]) -> Clause:
     f = Found()
     _spans(tokens, taken, f)
     _manner(tokens, taken, f)
-    for pose in read_poses(tokens, taken, [*f.poses, *f.qualifiers]):
+    poses, unread = read_poses(tokens, taken, [*f.poses, *f.qualifiers])
+    for pose in poses:
         _pose(f, pose)
+    f.unmeasured += unread
+    if any(p.endswith("_foot_up") and p.count("_") == 3 for p in f.poses):
+        f.poses = [p for p in f.poses if p != "one_foot"]  # "on 3 legs, the front left lifted"
+    if "from_ground" in f.qualifiers and any(p.endswith("_up") for p in f.poses):
+        # "lift the front right leg off the ground": the lifted foot is what leaves the ground.
+        f.qualifiers.discard("from_ground")
     unknown = _words(tokens, taken, f)
     if f.pose_verbs and not f.poses:
         raise NotExpressible(

@@ -20,7 +20,6 @@ from activities.behaviours.layout import FREE, PLANAR, SWIMMER, layout
 from activities.envs.catalog import facts
 from activities.llm.offline.judge import Measure
 from activities.llm.offline.reader import Parsed
-from activities.llm.offline.refusals import NotExpressible
 from activities.llm.offline.steps import Step
 from workflows.contracts.judging import Criterion
 
@@ -45,7 +44,7 @@ QUALIFIER_WORDS = {
 # A survival bonus may pay at most this share of the task terms' summed weight per step.
 ALIVE_SHARE = 0.25
 TASK, QUALIFIER, PENALTY, BONUS, PROGRESS = "task", "qualifier", "penalty", "bonus", "progress"
-MAX_CRITERIA = 6  # the elicitor asks for 3-8; more only dilutes the score
+MAX_CRITERIA = 8  # the elicitor asks for 3-8; more only dilutes the score
 Direction = Literal["at_least", "at_most", "near"]
 
 
@@ -109,6 +108,8 @@ class Builder:
         self.serves: dict[str, tuple[str, ...]] = {}
         self.notes: list[str] = []
         self.used: set[str] = set()
+        # Qualifiers read that no part of the composition applies: listed as not measured.
+        self.not_applied: list[str] = []
         self.measures: dict[str, Measure] = {}
         self.windows: dict[str, tuple[int, ...]] = {}  # criterion -> the phases it is judged in
         self.shaping: dict[str, Any] = {}
@@ -210,11 +211,12 @@ class Builder:
             )
 
     def check_used(self) -> None:
-        """Refuse a qualifier no part of the composition applied."""
-        left = sorted(self.r.qualifiers - self.used)
-        if left:
-            shown = ", ".join(f"'{QUALIFIER_WORDS.get(q, q)}'" for q in left)
-            raise NotExpressible(f"{shown} does not apply to {self.r.core} on {self.env}")
+        """List a qualifier no part of the composition applied as not measured: the reading
+        says so rather than quietly serving a different request."""
+        for q in sorted(self.r.qualifiers - self.used):
+            said = f"'{QUALIFIER_WORDS.get(q, q)}' (does not apply to {self.r.core} on {self.env})"
+            if said not in self.not_applied:
+                self.not_applied.append(said)
 
     def finish(self, natural: bool = False) -> None:
         """The survival bonus, the control cost and the notes every composition ends with."""
@@ -237,6 +239,12 @@ class Builder:
         """What was built, with the most important criteria first."""
         ranked = sorted(self.criteria, key=lambda c: -c.weight)[:MAX_CRITERIA]
         kept = [c for c in self.criteria if c in ranked]
+        # A criterion over the limit is still rewarded, but not judged: the reading says so.
+        dropped = [
+            f"{c.description} (not judged: at most {MAX_CRITERIA} criteria)"
+            for c in self.criteria
+            if c not in ranked
+        ]
         return Composition(
             core,
             tuple(self.terms),
@@ -245,7 +253,7 @@ class Builder:
             tuple(dict.fromkeys([*parsed.notes, *self.notes])),
             {k: v for k, v in self.measures.items() if any(c.name == k for c in kept)},
             shaping=dict(self.shaping),
-            unmeasured=parsed.unmeasured,
+            unmeasured=tuple(dict.fromkeys([*parsed.unmeasured, *self.not_applied, *dropped])),
         )
 
 

@@ -203,7 +203,11 @@ QUALIFIERS: dict[str, str] = {
         "the poles fall | without it falling | never let it fall | don t let it fall | do not let "
         "it fall | without dropping the pole | without dropping it | don t flip over | do not "
         "flip over | without flipping over | never flip over | without flipping | not flipping "
-        "over | without rolling over | don t fall over | do not fall over",
+        "over | without rolling over | don t fall over | do not fall over | not to flip over | "
+        "not to fall over | not to fall | not flip over | not fall over | not to tip over | do "
+        "not tip over | not tip over | never falls | never falls over | never tips over | not "
+        "topple | do not topple over | without tipping | without falling on its back | avoid falling | avoid "
+        "falling over | avoid flipping over | no falling | no falls",
     ),
     **table(
         "whole_episode",

@@ -177,6 +177,7 @@ def _timed(m: Builder, plan: Plan, i: int, step: Step, p: int, gated: Gated) -> 
     m.shaping.update(b.shaping)
     m.notes += [n for n in b.notes if n not in m.notes]
     m.used |= b.used
+    m.not_applied += [q for q in b.not_applied if q not in m.not_applied]
 
 
 def _merge_shared(m: Builder, c: Criterion, terms: tuple[str, ...]) -> None:

@@ -45,6 +45,20 @@ FEET: dict[str, dict[str, tuple[str, ...]]] = {
     "HalfCheetah-v5": {"rear": ("back_foot",), "front": ("front_foot",)},
 }
 ONE_FOOT = {"Humanoid-v5": ("left_foot", "right_foot"), "Walker2d-v5": ("left_foot", "right_foot")}
+ANT_FEET = ("front_left_foot", "front_right_foot", "back_left_foot", "back_right_foot")
+# Torso heights (m): a low torso at most, a tall one at least, inside each env's healthy range.
+# Measured at rest (zero action, 1 s): Ant 0.42, HalfCheetah 0.57; walking policies carry the
+# Ant's torso at about 0.55-0.65 m and the cheetah's at 0.6-0.7 m. Humanoid-v5 ends an episode
+# below 1.0 m, Walker2d-v5 below 0.8 m and Hopper-v5 below 0.7 m.
+TORSO_LOW = {
+    "Ant-v5": 0.45,
+    "HalfCheetah-v5": 0.5,
+    "Humanoid-v5": 1.15,
+    "Walker2d-v5": 1.0,
+    "Hopper-v5": 1.0,
+}
+TORSO_TALL = {"Ant-v5": 0.7, "Humanoid-v5": 1.3, "Walker2d-v5": 1.2, "Hopper-v5": 1.25}
+LEVEL = 0.15  # rad (9 degrees): the most pitch or roll a level torso shows
 
 
 @dataclass(frozen=True)
@@ -276,6 +290,8 @@ def _feet_up(env: str, which: str) -> list[PoseTerm]:
 
 
 def _one_foot(env: str, standing: str = "") -> list[PoseTerm]:
+    if env == "Ant-v5" and not standing:
+        return _ant_one_foot()
     feet = ONE_FOOT.get(env)
     if feet is None:
         raise NotExpressible(f"standing on one foot needs two legs (Humanoid, Walker2d); not {env}")
@@ -316,6 +332,97 @@ def _on_foot(env: str, standing: str) -> list[PoseTerm]:
             0.0,
             "m",
             f"height of the {other} foot",
+        )
+    ]
+
+
+def _torso_height(env: str, low: bool) -> list[PoseTerm]:
+    bound = (TORSO_LOW if low else TORSO_TALL).get(env)
+    if bound is None:
+        word = "low" if low else "tall"
+        raise NotExpressible(
+            f"{env} has no torso height to keep {word}; the bodies that do: "
+            f"{', '.join(TORSO_LOW if low else TORSO_TALL)}"
+        )
+    height = "P.height(ENV, {s})"
+    # Paid in full 3 cm inside the bound, as the other poses: the trade-off with the behaviour
+    # settles just outside the bound otherwise.
+    if low:
+        call = f"P.tolerance({height.format(s='info')}, 0.0, {bound - 0.03:g}, margin=0.15)"
+        meaning, direction = f"torso at most {bound - 0.03:g} m up", "at_most"
+        said = f"torso at most {bound:g} m up (low) over the second half"
+    else:
+        call = f"P.tolerance({height.format(s='info')}, {bound + 0.03:g}, P.INF, margin=0.15)"
+        meaning, direction = f"torso at least {bound + 0.03:g} m up", "at_least"
+        said = f"torso at least {bound:g} m up (tall) over the second half"
+    return [
+        PoseTerm(
+            call,
+            meaning,
+            said,
+            height.format(s="t"),
+            bound,
+            direction,
+            0.0,
+            "m",
+            "torso height",
+            "late_mean_height",
+        )
+    ]
+
+
+def _level(env: str) -> list[PoseTerm]:
+    from activities.behaviours.layout import layout
+
+    root = layout(env).root
+    if root not in (PLANAR, FREE) or env == "HumanoidStandup-v5":
+        raise NotExpressible(f"{env} has no torso to keep level")
+    tilt = "np.abs(P.pitch(ENV, {s}))"
+    if root == FREE:
+        tilt = "np.maximum(np.abs(P.pitch(ENV, {s})), np.abs(P.roll(ENV, {s})))"
+    return [
+        PoseTerm(
+            f"P.tolerance({tilt.format(s='info')}, 0.0, {LEVEL - 0.05:g}, margin=0.3)",
+            "torso level (little pitch or roll)",
+            f"torso within {LEVEL:g} rad of level over the second half",
+            tilt.format(s="t"),
+            LEVEL,
+            "at_most",
+            0.0,
+            "rad",
+            "torso tilt from level",
+        )
+    ]
+
+
+def _ant_foot_up(env: str, foot: str) -> list[PoseTerm]:
+    """One named foot of four held up; the body upright on the other three."""
+    if env != "Ant-v5":
+        raise NotExpressible(f"{env} has no {foot.replace('_', ' ')} (Ant-v5 has four legs)")
+    return _feet_lifted(foot.replace("_foot", "").replace("_", " "), f"'{foot}'", (foot,))
+
+
+def _ant_one_foot() -> list[PoseTerm]:
+    """Any one foot of four held up: standing on three legs."""
+    heights = ", ".join(f"P.part_height(ENV, {{s}}, '{f}')" for f in ANT_FEET)
+    return _feet_lifted("highest", "", ANT_FEET, f"np.max(np.stack([{heights}]), axis=0)")
+
+
+def _feet_lifted(which: str, label: str, feet: tuple[str, ...], high: str = "") -> list[PoseTerm]:
+    up = high or f"P.part_height(ENV, {{s}}, {label})"
+    judged = f"{up.format(s='t')} * (P.uprightness(ENV, t) > 0.5)"
+    return [
+        PoseTerm(
+            f"P.tolerance({up.format(s='info')}, 0.25, P.INF, margin=0.15)"
+            " * P.tolerance(P.uprightness(ENV, info), 0.8, P.INF, margin=0.5)",
+            f"{which} foot off the ground, upright",
+            f"the {which} foot at least 0.2 m up over the second half, upright",
+            judged,
+            0.2,
+            "at_least",
+            0.0,
+            "m",
+            f"height of the {which} foot",
         )
     ]
 
@@ -369,6 +476,13 @@ POSES: dict[str, Callable[[str, float | None], list[PoseTerm]]] = {
     "one_foot": lambda env, _: _one_foot(env),
     "stand_left": lambda env, _: _one_foot(env, "left"),
     "stand_right": lambda env, _: _one_foot(env, "right"),
+    "torso_low": lambda env, _: _torso_height(env, True),
+    "torso_tall": lambda env, _: _torso_height(env, False),
+    "level": lambda env, _: _level(env),
+    **{
+        f"{f}_up": (lambda env, _, f=f: _ant_foot_up(env, f))  # type: ignore[misc]
+        for f in ANT_FEET
+    },
     "lean_forward": lambda env, a: _lean(env, "forward", a),
     "lean_back": lambda env, a: _lean(env, "back", a),
     "lean_left": lambda env, a: _lean(env, "left", a),

@@ -148,6 +148,11 @@ def _resolve(cores: list[tuple[int, str, str]], f: Found, quantities: list[Quant
     for big, small in _ABSORBS.items():
         if big in kinds:
             kinds -= small - {big}
+    if {"squat", "locomotion"} <= kinds:
+        # "crouch low and creep forward": moving with the torso low, not a squat in place.
+        kinds.discard("squat")
+        if "torso_low" not in f.poses:
+            f.poses.append("torso_low")
     if kinds == {"jump"} and f.directions and not _hop_is_a_jump(f, quantities):
         kinds = (kinds - {"jump"}) | {"locomotion"}  # "jump forward": a bounding gait
         named.append((named[0][0], "locomotion", "hop"))

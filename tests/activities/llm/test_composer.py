@@ -59,7 +59,6 @@ REFUSED = [
     ("Humanoid-v5", "stand up from the ground", "starts every episode standing"),
     ("Walker2d-v5", "lie down and stay still", "which SHAPING cannot move"),
     ("Hopper-v5", "walk in a circle", "cannot turn"),
-    ("Ant-v5", "walk forward counter-clockwise", "'counter-clockwise' does not apply"),
     ("Hopper-v5", "sprint with high knees", "need a biped"),
     ("HalfCheetah-v5", "run forward and juggle", "juggling needs objects"),
     ("Hopper-v5", "do a backflip", "which SHAPING cannot move"),

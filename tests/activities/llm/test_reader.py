@@ -159,9 +159,13 @@ def test_poses_by_body_part(prompt, poses):
     assert set(read(prompt).steps[0].poses) == poses
 
 
-def test_a_body_part_in_a_pose_it_cannot_measure_is_refused():
-    with pytest.raises(NotExpressible, match="pose of the arms that the behaviour library"):
-        read("stand with its arms crossed")
+def test_a_body_part_in_a_pose_no_measure_reads_is_listed_not_refused():
+    parsed = read("stand with its arms crossed and its legs bent oddly")
+    assert parsed.steps[0].core == "stand"
+    assert "arms crossed (no measure of the arms reads this)" in parsed.unmeasured
+    parsed = read("jog forward with relaxed shoulders")
+    assert parsed.steps[0].core == "locomotion"
+    assert any("shoulders" in u for u in parsed.unmeasured), parsed.unmeasured
 
 
 def test_styles_and_unknown_words_are_listed_not_refused():
