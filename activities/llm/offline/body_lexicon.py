@@ -15,7 +15,7 @@ BODY_PARTS: dict[str, str] = {
     "knees": "knees",
     **dict.fromkeys(words("leg legs foot feet paw paws hoof hooves"), "legs"),
     **dict.fromkeys(words("stance footing"), "stance"),
-    **dict.fromkeys(words("torso chest trunk spine body belly hips"), "torso"),
+    **dict.fromkeys(words("torso chest trunk spine body belly"), "torso"),
 }
 # The states a pose phrase can put a part in.
 POSE_STATES: dict[str, str] = {
@@ -29,7 +29,7 @@ POSE_STATES: dict[str, str] = {
     **dict.fromkeys(
         words(
             "up raised raise raising lift lifted lifting above overhead aloft upward upwards sky "
-            "high higher held"
+            "high higher"
         ),
         "up",
     ),
@@ -136,7 +136,7 @@ POSE_PHRASES: dict[str, str] = {
         "to the floor | near the floor | hug the ground | hugging the ground | body low | stay "
         "low to the ground | keep low to the ground | belly low | belly close to the ground",
     ),
-    **table("torso_tall", "stand tall | standing tall | stands tall | tall and proud"),
+    **table("torso_tall", "tall | stand tall | standing tall | stands tall | tall and proud"),
     **table(
         "level",
         "keep its back flat | back flat | flat back | body level | torso level | keep the body "
@@ -160,20 +160,25 @@ POSE_PHRASES: dict[str, str] = {
         "off the ground | rear legs in the air | back legs in the air | hind legs in the "
         "air | lift its rear legs | lift its back legs | lift its hind legs | raise its rear "
         "legs | raise its back legs | raise its hind legs | rear legs up | back legs up | "
-        "hind legs up | back foot off the ground | rear foot off the ground",
+        "hind legs up | back foot off the ground | rear foot off the ground | on its front feet | "
+        "on its front legs | on the front feet | on the front legs | on its front paws",
     ),
     **table(
         "front_feet_up",
         "front legs off the ground | front feet off the ground | front legs "
         "in the air | lift its front legs | raise its front legs | front legs up | front "
-        "foot off the ground | front paws up | lift its front feet | raise its front feet",
+        "foot off the ground | front paws up | lift its front feet | raise its front feet | on "
+        "its back feet | on the back feet | on its rear feet | on the rear feet | on its hind "
+        "feet | on the hind feet",
     ),
     **table(
         "lean_forward",
         "lean forward | leaning forward | leans forward | lean forwards | "
         "leaning forwards | tilt forward | tilted forward | bend forward | bent forward | "
         "bending forward | bow forward | hunched forward | hunched over | bent over | "
-        "bend over | bending over | lean over",
+        "bend over | bending over | lean over | lean into the run | lean slightly into the run | "
+        "leaning into the run | lean into it | lean slightly forward | leaning slightly forward | "
+        "lean a little forward | lean forward slightly | lean into the stride",
     ),
     **table(
         "lean_back",

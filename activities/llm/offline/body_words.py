@@ -8,9 +8,22 @@ with no state the library measures is listed as not measured, naming the words.
 
 from __future__ import annotations
 
-from activities.llm.offline.body_lexicon import BODY_PARTS, LEG_SIDES, POSE_GROUPS, POSE_STATES
-from activities.llm.offline.lexicon import words
-from activities.llm.offline.tokens import CLAUSE
+from activities.llm.offline.body_lexicon import (
+    BODY_PARTS,
+    LEG_SIDES,
+    POSE_GROUPS,
+    POSE_STATES,
+    POSE_VERBS,
+)
+from activities.llm.offline.lexicon import (
+    CORE_EXTRAS,
+    CORE_VERBS,
+    DIRECTIONS,
+    SPEED_WORDS,
+    STYLE,
+    words,
+)
+from activities.llm.offline.tokens import CLAUSE, lemma
 
 # Words that only join a body part to its state ("arms out to the sides").
 _JOINERS = words(
@@ -46,15 +59,39 @@ _LEG_RULES: dict[str, str] = {"rear": "rear_feet_up", "front": "front_feet_up", 
 _ENDS = {"front": "front", "rear": "back"}
 
 
+def _stop(tokens: list[str], j: int, step: int) -> bool:
+    """Where a part's words end; "and" between two states does not ("low and flat")."""
+    if tokens[j] != "and":
+        return tokens[j] in _STOPS
+    k = j + step
+    return not (0 <= k < len(tokens) and tokens[k] in POSE_STATES)
+
+
 def _window(tokens: list[str], taken: list[bool], i: int) -> list[int]:
     out: list[int] = []
     for step in (-1, 1):
         j = i + step
-        while 0 <= j < len(tokens) and abs(j - i) <= WINDOW and tokens[j] not in _STOPS:
+        while 0 <= j < len(tokens) and abs(j - i) <= WINDOW and not _stop(tokens, j, step):
             if not taken[j]:
                 out.append(j)
             j += step
     return sorted(out)
+
+
+_KNOWN = frozenset().union(*CORE_EXTRAS.values()) | frozenset(DIRECTIONS) | frozenset(SPEED_WORDS)
+
+
+def _manner_word(tok: str) -> bool:
+    """A word that says something else than the part's state: an adverb or style word ("the
+    arm gracefully"), or a word another table reads ("the arm onto the goal")."""
+    return (
+        (tok.endswith("ly") and len(tok) > 4)
+        or tok in STYLE
+        or tok in POSE_VERBS
+        or tok in _KNOWN
+        or tok in ("onto", "into", "toward", "towards", "at", "from", "across")
+        or lemma(tok, CORE_VERBS) in CORE_VERBS
+    )
 
 
 # Body-part groups as poses name them ("knees" and "stance" pose as "knee" and "legs").
@@ -97,13 +134,17 @@ def read_poses(
                     pose = rule
                     used += [sides[side], *lifted.values()]
                     break
+        also: list[str] = []  # "the torso low and flat": a part in two states
         if pose is None:
             for state, j in states.items():
                 ruled = _RULES.get((group, state))
-                if ruled is not None:
+                if ruled is None:
+                    continue
+                used.append(j)
+                if pose is None:
                     pose = ruled
-                    used.append(j)
-                    break
+                elif ruled != pose:
+                    also.append(ruled)
         if pose is None and _SAME.get(group, group) in named:
             # "the torso kept low, close to the ground": the phrase gave this part's pose; its
             # own state words say the same.
@@ -117,13 +158,31 @@ def read_poses(
             # its hips"), or the one before it ("crossed arms").
             span = [i]
             j = i + 1
-            while j < len(tokens) and j - i <= 3 and not taken[j] and tokens[j] not in _STOPS:
+            while (
+                j < len(tokens)
+                and j - i <= 3
+                and not taken[j]
+                and tokens[j] not in _STOPS
+                and tokens[j] != "with"
+                and tokens[j] not in BODY_PARTS
+                and tokens[j] not in LEG_SIDES
+                and not _manner_word(tokens[j])
+            ):
                 span.append(j)
                 j += 1
             while len(span) > 1 and tokens[span[-1]] in _JOINERS:
                 span.pop()
-            if len(span) == 1 and i > 0 and not taken[i - 1] and tokens[i - 1] not in _JOINERS:
+            if (
+                len(span) == 1
+                and i > 0
+                and not taken[i - 1]
+                and tokens[i - 1] not in _JOINERS
+                and not _manner_word(tokens[i - 1])
+            ):
                 span.insert(0, i - 1)
+            if len(span) == 1:
+                taken[i] = True  # a part named in no state ("move the arm"): nothing to read
+                continue
             unread.append(
                 f"{' '.join(tokens[j] for j in span)} (no measure of the {group} reads this)"
             )
@@ -136,6 +195,7 @@ def read_poses(
         for j in range(lo, hi + 1):
             if j in used or tokens[j] in _JOINERS or tokens[j] in POSE_STATES:
                 taken[j] = True
-        if pose not in poses:
-            poses.append(pose)
+        for p in (pose, *also):
+            if p not in poses:
+                poses.append(p)
     return poses, unread

@@ -134,7 +134,10 @@ def _pose(f: Found, pose: str) -> None:
 
 def _comparison_is_filler(tokens: list[str], i: int) -> bool:
     """ "I'd like it to walk": 'like' before it/to is a wish, not a comparison."""
-    return tokens[i] == "like" and i + 1 < len(tokens) and tokens[i + 1] in ("it", "to", "this")
+    if tokens[i] != "like":
+        return False
+    wish = i > 0 and tokens[i - 1] in ("would", "i", "we", "you", "should")
+    return wish or (i + 1 < len(tokens) and tokens[i + 1] in ("it", "to", "this"))
 
 
 def _phrase(f: Found, kind: str, value: str, text: str, at: int) -> None:
@@ -246,8 +249,13 @@ def _words(tokens: list[str], taken: list[bool], f: Found) -> list[str]:
         base = lemma(tok, _KNOWN_LEMMAS)
         if is_number(tok):
             prior = [c for c in f.cores if c[0] < i]
-            if prior and prior[-1][1] in ("jump", "flip", "spin") and float(tok).is_integer():
-                f.counts.append(int(float(tok)))  # "jump 3"
+            counted = ("jump", "flip", "spin")
+            after = [CORE_VERBS.get(lemma(t, _KNOWN_LEMMAS)) for t in tokens[i + 1 : i + 3]] + [
+                c[1] for c in f.cores if i < c[0] <= i + 2
+            ]
+            before = bool(prior) and prior[-1][1] in counted
+            if (before or any(a in counted for a in after)) and float(tok).is_integer():
+                f.counts.append(int(float(tok)))  # "jump 3", "do 2 front flips"
                 continue
             raise bare_number(tokens, i)
         if tok in COUNT_WORDS:
@@ -304,10 +312,8 @@ def read_clause(tokens: list[str]) -> Clause:
         f.qualifiers.discard("from_ground")
     unknown = _words(tokens, taken, f)
     if f.pose_verbs and not f.poses:
-        raise NotExpressible(
-            f"'{' '.join(f.pose_verbs)}' names a movement of no body part the offline author "
-            "can measure"
-        )
+        # "bend gracefully": a movement of no part the library measures, listed, not refused.
+        f.unmeasured.append(f"'{' '.join(f.pose_verbs)}' (names no body part it measures)")
     clause = Clause(unmeasured=f.unmeasured, unused=f.unused, unknown=unknown)
     clause.notes = [
         f"{q.value:.3g} m/s is {q.value * 3.6:g} km/h as written"

@@ -34,16 +34,18 @@ CORE_VERBS: dict[str, str] = {
         words(
             """walk run hop swim move go travel crawl sprint jog gallop dash trot march stride
             scurry scuttle slither glide advance proceed locomote race rush stroll amble wander
-            shuffle cruise paddle retreat backpedal scamper lope canter bound"""
+            shuffle cruise paddle retreat backpedal scamper lope canter bound creep sneak prowl
+            tiptoe waddle saunter trudge plod skitter toddle lumber promenade mosey meander hike
+            stomp stalk tread traverse patrol zoom bolt scoot scramble slink"""
         ),
         "locomotion",
     ),
     **dict.fromkeys(words("stand rise"), "stand"),
-    **dict.fromkeys(words("lie lay"), "lie"),
+    **dict.fromkeys(words("lie lay recline sprawl"), "lie"),
     **dict.fromkeys(words("sit"), "sit"),
-    **dict.fromkeys(words("squat crouch hunker"), "squat"),
-    **dict.fromkeys(words("spin rotate twirl pirouette whirl revolve"), "spin"),
-    **dict.fromkeys(words("jump leap bounce spring vault"), "jump"),
+    **dict.fromkeys(words("squat crouch hunker stoop"), "squat"),
+    **dict.fromkeys(words("spin rotate twirl pirouette whirl revolve gyrate swivel"), "spin"),
+    **dict.fromkeys(words("jump leap bounce spring vault pounce"), "jump"),
     **dict.fromkeys(words("balance stabilize stabilise"), "balance"),
     **dict.fromkeys(words("reach touch"), "reach"),
     **dict.fromkeys(words("backflip frontflip flip somersault"), "flip"),
@@ -84,7 +86,8 @@ CORE_PHRASES: dict[str, str] = {
         "flip",
         "back flip | front flip | backward flip | forward flip | backward somersault | forward "
         "somersault | flip over backwards | flip backwards | flip backward | flip forwards | "
-        "flip forward | backflips | frontflips | flips",
+        "flip forward | backflips | frontflips | flips | front flips | back flips | backward flips "
+        "| forward flips",
     ),
     **table("stop", "come to a stop | come to rest | come to a halt"),
     **table(
@@ -109,12 +112,12 @@ FLIP_WAY: dict[str, float] = {
     **table(
         1.0,
         "backflip | back flip | backward flip | backward somersault | flip over "
-        "backwards | flip backwards | flip backward | backflips",
+        "backwards | flip backwards | flip backward | backflips | back flips | backward flips",
     ),
     **table(
         -1.0,
         "frontflip | front flip | forward flip | forward somersault | flip forwards | "
-        "flip forward | frontflips",
+        "flip forward | frontflips | front flips | forward flips",
     ),
 }
 # Locomotion verbs that imply a speed, and the verbs that need legs or water.
@@ -207,7 +210,10 @@ QUALIFIERS: dict[str, str] = {
         "not to fall over | not to fall | not flip over | not fall over | not to tip over | do "
         "not tip over | not tip over | never falls | never falls over | never tips over | not "
         "topple | do not topple over | without tipping | without falling on its back | avoid falling | avoid "
-        "falling over | avoid flipping over | no falling | no falls",
+        "falling over | avoid flipping over | no falling | no falls | without ever falling | without "
+        "ever falling over | never falling over | not to topple over | not topple over | without "
+        "it tipping over | without it falling over | without them falling | do not let them fall | "
+        "do not let them fall over | do not let it tip over",
     ),
     **table(
         "whole_episode",
@@ -219,7 +225,9 @@ QUALIFIERS: dict[str, str] = {
         "the entire time | until the episode ends | until the end of the episode | "
         "indefinitely | forever | throughout | all along | the whole way | all the way | "
         "without stopping | non stop | nonstop | continuously | without a break | without "
-        "pausing | the entire way",
+        "pausing | the entire way | for as long as it can | as long as it can manage | for as long as "
+        "possible | for as long as you can | as long as you can | the rest of the episode | for the rest of the episode | the remainder of the "
+        "episode",
     ),
     **table(
         "from_ground",
@@ -231,14 +239,19 @@ QUALIFIERS: dict[str, str] = {
         "in_place",
         "in place | on the spot | in one place | on one spot | without travelling | without "
         "traveling | where it stands | without going anywhere | without moving away | in the "
-        "same place | on the same spot",
+        "same place | on the same spot | in the same spot | staying in the same spot | staying "
+        "in place | without leaving its spot | without drifting | without drifting forward or "
+        "backward | without drifting forward or backwards | without drifting too far | without "
+        "wandering off | do not wander off | without wandering | without moving off",
     ),
     **table(
         "still",
         "and stay still | stay still | stays still | keep still | hold still | remain still | "
         "without moving | motionless | still | stock still | hold it | hold the pose | hold "
         "that pose | hold position | hold its position | stay put | not moving | steady there | "
-        "keep it steady | hold it steady | keep steady | stay steady | hold steady",
+        "keep it steady | hold it steady | keep steady | stay steady | hold steady | hold the arm "
+        "steady | hold the arm still | keep the arm still | keep the arm steady | hold its arm "
+        "still | hold its arm steady | keep its arm still",
     ),
     **table(
         "stay",
@@ -254,7 +267,8 @@ QUALIFIERS: dict[str, str] = {
     **table(
         "circle",
         "in a circle | in circles | around in a circle | in a loop | in a ring | round in a "
-        "circle | in a circular path | along a circle",
+        "circle | in a circular path | along a circle | in a big circle | in a large circle | in a wide "
+        "circle | in a small circle | in a tight circle | in a big loop | in a wide loop",
     ),
     **table(
         "high_knees",
@@ -264,24 +278,36 @@ QUALIFIERS: dict[str, str] = {
     ),
     **table(
         "upright",
-        "land on its feet | and land on its feet | landing on its feet | land upright | landing "
+        "land on its feet | and land on its feet | landing on its feet | land back on its feet | "
+        "landing back on its feet | land on both feet | landing on both feet | land on its feet "
+        "each time | landing on both feet each time | land on both feet each time | landing on "
+        "its feet each time | land safely | landing safely | land it | land upright | landing "
         "upright | stick the landing | sticking the landing | land cleanly | upright | vertical | "
         "vertically | with its torso upright | with a straight back | "
         "keeping its back straight | back straight | with its back straight | straight backed "
-        "| erect | with an upright torso | with its chest up | chest up | tall",
+        "| erect | with an upright torso | with its chest up | chest up",
     ),
     **table(
         "no_backward",
         "without going backward | without going backwards | never backward | never backwards | "
         "not backward | not backwards | without moving backward | without moving backwards | "
         "without reversing | without backing up | never going backward | never going "
-        "backwards | no backward",
+        "backwards | no backward | do not go backward at any point | do not go backward | do "
+        "not go backwards | never go backward | never go backwards | do not move backward | do not "
+        "move backwards | never moves backward | never reverse | do not reverse",
     ),
     **table(
         "centered",
         "the cart in the middle | cart in the middle | in the middle | the cart centered | cart "
         "centered | centered | centred | at the center | at the centre | near the center | near "
-        "the centre | in the center | in the centre",
+        "the centre | in the center | in the centre | near the middle | near the middle of the track | in "
+        "the middle of the track | close to the center | close to the centre | close to the "
+        "middle | do not let the cart drift away from the center | not to let the cart drift away "
+        "from the center | not to let the cart drift | not to let the cart slide too far | not let the cart drift away "
+        "from the center | without drifting away from the center | do not let the cart drift | "
+        "do not let the cart slide too far to either side | do not let the cart slide too far | "
+        "without the cart sliding too far | keep the cart centered | keep the cart centred | keep "
+        "the cart in the middle | keep the cart near the middle | the cart near the middle",
     ),
     **table(
         "no_turn",
@@ -359,7 +385,7 @@ FIRST = words("first firstly initially")
 DETAILS = table(
     "detail",
     "on its back | on its side | on its belly | on its stomach | on its front | face down | face "
-    "up | on the ground | on the floor | flat on the ground | flat on the floor | flat | on all "
+    "up | on the ground | on the floor | flat on the ground | flat on the floor | on all "
     "fours | on all 4 legs | on all four legs | on 4 legs | on four legs | on its 4 legs | on its "
     "four legs",
 )
@@ -381,7 +407,8 @@ CORE_EXTRAS: dict[str, frozenset[str]] = {
     "turn": words("around"),
     "jump": words("high higher highest height air vertically straight up"),
     "balance": words(
-        "pole poles both two pendulum single up long centered center centre cart double link links"
+        "pole poles both two pendulum single up long centered center centre cart double link links "
+        "straight"
     ),
     "reach": words(
         "target goal fingertip tip point there precisely accurately arm quickly quick fast"
@@ -399,6 +426,7 @@ KEEP = words("keep keeps continue continues continuing keeps")
 FILLER = words(
     """
     a an the to and of in on at as with its it itself his her their while please should must
+    onto into toward towards across
     learn make let try be is are can could will would so that possible way manner do does doing
     perform performing keep keeping stay staying remain remaining hold holding robot agent policy
     body cheetah halfcheetah half ant hopper walker walker2d humanoid swimmer reacher

@@ -57,7 +57,13 @@ TORSO_LOW = {
     "Walker2d-v5": 1.0,
     "Hopper-v5": 1.0,
 }
-TORSO_TALL = {"Ant-v5": 0.7, "Humanoid-v5": 1.3, "Walker2d-v5": 1.2, "Hopper-v5": 1.25}
+TORSO_TALL = {
+    "Ant-v5": 0.7,
+    "Humanoid-v5": 1.3,
+    "HumanoidStandup-v5": 1.2,
+    "Walker2d-v5": 1.2,
+    "Hopper-v5": 1.25,
+}
 LEVEL = 0.15  # rad (9 degrees): the most pitch or roll a level torso shows
 
 

@@ -26,6 +26,8 @@ MAX_STEPS = 8  # SHAPING allows 8 phases: the most steps one reward can sequence
 STATIC = frozenset({"stand", "sit", "squat", "lie", "pose", "balance", "reach", "rear_up", "stop"})
 
 _SEQUENCE = Phrases(SEQUENCE)
+# Behaviours named again by their object ("the target", "the pole") rather than a verb.
+_HELD = frozenset({"reach", "balance", "pose"})
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,23 @@ def _assemble(clauses: list[Clause]) -> list[Step]:
     then hold still"), or repeats the steps so far ("..., twice", "and repeat")."""
     steps: list[Step] = []
     for clause in clauses:
+        first = clause.steps[0] if clause.steps else None
+        if (
+            first is not None
+            and len(clause.steps) == 1
+            and steps
+            and steps[-1].core == first.core
+            and first.core in _HELD
+        ):
+            # "reach the target, then hold the fingertip still on it": the same held behaviour
+            # again only adds what qualifies it.
+            last = steps[-1]
+            steps[-1] = replace(
+                last,
+                qualifiers=last.qualifiers | first.qualifiers,
+                poses=last.poses + tuple(p for p in first.poses if p not in last.poses),
+            )
+            continue
         if clause.steps:
             steps.extend(clause.steps)
             continue

@@ -110,8 +110,9 @@ def _cores(f: Found, quantities: list[Quantity]) -> list[tuple[int, str, str]]:
     extras = {w for _, w in f.extras}
     if extras & _REACH_WORDS and not any(c[1] == "reach" for c in cores):
         cores.append((0, "reach", "target"))  # "move the fingertip to the goal"
-    if extras & _POLE_WORDS and not any(c[1] == "balance" for c in cores):
-        cores.append((0, "balance", "pole"))  # "keep the pendulum upright"
+    if extras & _POLE_WORDS and not any(c[1] not in ("stand", "stop", "pose") for c in cores):
+        # "keep the pendulum upright"; in "make the pendulum walk" the pole is only named.
+        cores.append((0, "balance", "pole"))
     if not cores and any(q.dimension == "turns" for q in quantities):
         cores.append((0, "spin", "turns"))
     if not cores and f.poses and (f.pose_verbs or quantities):
@@ -141,9 +142,16 @@ def _resolve(cores: list[tuple[int, str, str]], f: Found, quantities: list[Quant
         named.append((at, core, word))
     kinds = {c for _, c, _ in named}
     on_one_leg = {"one_foot", "stand_left", "stand_right"} & set(f.poses)
-    if "balance" in kinds and on_one_leg and not {w for _, w in f.extras} & _POLE_WORDS:
-        # "balance on its left leg": standing on one leg, not a pole.
-        named = [(a, "stand" if c == "balance" else c, w) for a, c, w in named]
+    on_legs = any(p.endswith(("feet_up", "foot_up")) for p in f.poses)
+    if (
+        "balance" in kinds
+        and (on_one_leg or on_legs)
+        and not {w for _, w in f.extras} & _POLE_WORDS
+    ):
+        # "balance on its left leg": standing on one leg, not a pole; "balance on the front
+        # feet with the back legs lifted": holding that pose.
+        held = "stand" if on_one_leg else "pose"
+        named = [(a, held if c == "balance" else c, w) for a, c, w in named]
         kinds = {c for _, c, _ in named}
     for big, small in _ABSORBS.items():
         if big in kinds:
@@ -235,6 +243,9 @@ def _step(core_at: tuple[int, str, str], f: Found, quantities: list[Quantity], t
     if core == "locomotion":
         speed, target, band = _speed(f, quantities, verb)
         fields.update(speed=speed, target_speed=target, speed_range=band)
+        if "in_place" in f.qualifiers and f.speed_words:
+            # "hop in place gently": moving on the spot has no travel speed to measure.
+            f.unmeasured.extend(w for w in f.speed_words if w not in f.unmeasured)
         if "straight" in {w for _, w in f.extras}:
             fields["qualifiers"] = fields["qualifiers"] | {"straight"}
         if "circle" in f.qualifiers and f.sides and not f.qualifiers & {"cw", "ccw"}:
@@ -247,9 +258,11 @@ def _step(core_at: tuple[int, str, str], f: Found, quantities: list[Quantity], t
                     "author rewards one direction of travel"
                 )
             fields["lateral"] = f.lateral[-1]
+    elif core == "balance" and "straight" in {w for _, w in f.extras}:
+        fields["qualifiers"] = fields["qualifiers"] | {"upright"}  # "hold the links straight"
     elif f.speeds and core == "spin":
         fields["speed"] = f.speeds[-1]  # "spin slowly": the spin's rate
-    elif f.speed_words and core != "reach":
+    elif f.speed_words and (core != "reach" or set(f.speeds) != {"max"}):
         # "stand up quickly": no criterion here measures how fast a posture is reached.
         f.unmeasured.extend(w for w in f.speed_words if w not in f.unmeasured)
     counts = list(f.counts)
@@ -308,7 +321,8 @@ def _number(q: Quantity, core: str, fields: dict, counts: list[int]) -> None:
     elif dim == "steps":
         fields["duration_steps"] = int(q.value)
     elif dim == "angle":
-        if core not in _ANGLE_CORES:
+        leaning = any(p.startswith("lean_") for p in fields.get("poses", ()))
+        if core not in _ANGLE_CORES and not leaning:  # "walk leaning forward 20 degrees"
             raise NotExpressible(f"an angle ({q.text}) says nothing about {core}")
         if core == "flip":
             counts.append(max(1, round(q.value / (2 * math.pi))))
@@ -323,11 +337,10 @@ def _number(q: Quantity, core: str, fields: dict, counts: list[int]) -> None:
 
 
 def _check_extras(core: str, f: Found) -> None:
-    """Words only some behaviours take ("target", "poles") refuse the others."""
+    """Words only some behaviours take ("target", "poles"): said of another behaviour, they
+    are listed as not measured (the reading says what it did not serve)."""
     allowed = CORE_EXTRAS.get(core, frozenset())
-    stray = [w for _, w in f.extras if w not in allowed]
-    if stray:
-        raise NotExpressible(
-            f"the words '{' '.join(dict.fromkeys(stray))}' ask for something no primitive of the "
-            f"behaviour library measures for {core}"
-        )
+    for w in dict.fromkeys(w for _, w in f.extras if w not in allowed):
+        said = f"'{w}' (not measured for {core})"
+        if said not in f.unmeasured:
+            f.unmeasured.append(said)

@@ -49,7 +49,7 @@ def normalize(prompt: str) -> list[str]:
     text = re.sub(r"[,;:!?]|\.(?!\d)", " , ", text)
     tokens = re.findall(r"\d+(?:\.\d+)?|[a-z]+|,", text)
     tokens = _negations(tokens)
-    tokens = _numbers(tokens)
+    tokens = _rewrite(_hedges(_numbers(tokens)))
     # No empty clauses: "a, , b" reads as "a , b", and no mark at either end.
     out: list[str] = []
     for tok in tokens:
@@ -75,8 +75,20 @@ _AUXILIARIES = frozenset(
 )
 
 
+# "I'd like", "it'll", "you're": the clitic as its word.
+_CLITICS = {"d": "would", "ll": "will", "ve": "have", "re": "are", "m": "am"}
+# Possessives read as "its": the lexicon writes "land on its feet", people write "your feet".
+_POSSESSIVES = frozenset({"your", "his", "her", "their", "my", "our"})
+
+
 def _negations(tokens: list[str]) -> list[str]:
-    """Contractions as their words ("don t" -> do not) and "<auxiliary> not" as "do not"."""
+    """Contractions as their words ("don t" -> do not, "i d" -> i would), "<auxiliary> not"
+    as "do not", and possessives as "its"."""
+    tokens = [
+        _CLITICS[t] if t in _CLITICS and i > 0 and tokens[i - 1].isalpha() else t
+        for i, t in enumerate(tokens)
+    ]
+    tokens = ["its" if t in _POSSESSIVES else t for t in tokens]
     words: list[str] = []
     i = 0
     while i < len(tokens):
@@ -113,6 +125,64 @@ def _numbers(tokens: list[str]) -> list[str]:
         )
         out.append(_digits(NUMBER_WORDS[tok]) if tok in NUMBER_WORDS and not word else tok)
         i += 1
+    return out
+
+
+# A hedge between a bound and its number ("within about 1 second") says the number is
+# approximate, which every target already is (criteria carry tolerances): the bound decides.
+_HEDGES = frozenset({"about", "around", "roughly", "approximately", "approx", "nearly", "some"})
+_BOUNDS = frozenset({"within", "in", "under", "than", "least", "most", "to", "by", "of", "for"})
+
+
+def _hedges(tokens: list[str]) -> list[str]:
+    return [
+        t
+        for i, t in enumerate(tokens)
+        if not (
+            t in _HEDGES
+            and 0 < i < len(tokens) - 1
+            and tokens[i - 1] in _BOUNDS
+            and is_number(tokens[i + 1])
+        )
+    ]
+
+
+# Idioms that name a number: "turn around to face the other way" is a half turn.
+_IDIOMS = {
+    tuple(k.split()): v.split()
+    for k, v in {
+        "turn around to face the other way": "turn 180 deg",
+        "turn around and face the other way": "turn 180 deg",
+        "turn to face the other way": "turn 180 deg",
+        "turn around to face the opposite way": "turn 180 deg",
+        "turn to face the opposite direction": "turn 180 deg",
+        "turn around to face the opposite direction": "turn 180 deg",
+        "face the other way": "turn 180 deg",
+        "face the opposite way": "turn 180 deg",
+        "face the opposite direction": "turn 180 deg",
+        "do an about face": "turn 180 deg",
+        "about face": "turn 180 deg",
+        "u turn": "turn 180 deg",
+        "make a u turn": "turn 180 deg",
+        "do a u turn": "turn 180 deg",
+    }.items()
+}
+_IDIOM_LONGEST = max(len(k) for k in _IDIOMS)
+
+
+def _rewrite(tokens: list[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        for n in range(min(_IDIOM_LONGEST, len(tokens) - i), 1, -1):
+            said = _IDIOMS.get(tuple(tokens[i : i + n]))
+            if said is not None:
+                out += said
+                i += n
+                break
+        else:
+            out.append(tokens[i])
+            i += 1
     return out
 
 

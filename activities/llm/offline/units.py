@@ -108,7 +108,7 @@ LIMITS: dict[str, str] = {
         "| not more than | at most | up to | under | below | less than | slower than | lower "
         "than | capped at | never exceeding | without exceeding | not exceeding | not above | "
         "no higher than | not higher than | never faster than | never more than | a maximum of "
-        "| at a maximum of | maximum of | max of | within | in under | in less than",
+        "| at a maximum of | maximum of | max of | within | in under | in less than | in",
     ),
     **table(
         "lower",
