@@ -196,38 +196,38 @@ SPEED_PHRASES: dict[str, str] = {
 QUALIFIERS: dict[str, str] = {
     **table(
         "no_fall",
-        "without falling over | without falling down | without falling | without a fall | "
-        "without tipping over | without toppling | without toppling over | never falling | "
-        "never fall | not falling | don t fall | do not fall | keeping its balance | keep its "
-        "balance | keeping balance | while keeping balance | staying on its feet | stay on its "
-        "feet | stays on its feet | without losing its balance | without losing balance | "
-        "carefully | cautiously | safely | without crashing | without tripping | without letting "
-        "it fall | without letting it fall over | without letting the pole fall | without letting "
-        "the poles fall | without it falling | never let it fall | don t let it fall | do not let "
-        "it fall | without dropping the pole | without dropping it | don t flip over | do not "
-        "flip over | without flipping over | never flip over | without flipping | not flipping "
-        "over | without rolling over | don t fall over | do not fall over | not to flip over | "
-        "not to fall over | not to fall | not flip over | not fall over | not to tip over | do "
-        "not tip over | not tip over | never falls | never falls over | never tips over | not "
-        "topple | do not topple over | without tipping | without falling on its back | avoid falling | avoid "
-        "falling over | avoid flipping over | no falling | no falls | without ever falling | without "
-        "ever falling over | never falling over | not to topple over | not topple over | without "
-        "it tipping over | without it falling over | without them falling | do not let them fall | "
+        "without falling over | without falling down | without falling | without a fall | without "
+        "tipping over | without toppling | without toppling over | never falling | never fall | "
+        "not falling | don t fall | do not fall | keeping its balance | keep its balance | "
+        "keeping balance | while keeping balance | staying on its feet | stay on its feet | stays "
+        "on its feet | without losing its balance | without losing balance | carefully | "
+        "cautiously | safely | without crashing | without tripping | without letting it fall | "
+        "without letting it fall over | without letting the pole fall | without letting the poles "
+        "fall | without it falling | never let it fall | don t let it fall | do not let it fall | "
+        "without dropping the pole | without dropping it | don t flip over | do not flip over | "
+        "without flipping over | never flip over | without flipping | not flipping over | without "
+        "rolling over | don t fall over | do not fall over | not to flip over | not to fall over "
+        "| not to fall | not flip over | not fall over | not to tip over | do not tip over | not "
+        "tip over | never falls | never falls over | never tips over | not topple | do not topple "
+        "over | without tipping | without falling on its back | avoid falling | avoid falling "
+        "over | avoid flipping over | no falling | no falls | without ever falling | without ever "
+        "falling over | never falling over | not to topple over | not topple over | without it "
+        "tipping over | without it falling over | without them falling | do not let them fall | "
         "do not let them fall over | do not let it tip over",
     ),
     **table(
         "whole_episode",
-        "for the whole episode | for the entire episode | the whole episode | the entire "
-        "episode | whole episode | for the whole time | the whole time | all the time | "
-        "throughout the episode | until the end | for as long as possible | as long as "
-        "possible | as long as it can | for the entire run | the entire run | for the whole "
-        "run | the whole run | for the full episode | the full episode | the entire time | for "
-        "the entire time | until the episode ends | until the end of the episode | "
-        "indefinitely | forever | throughout | all along | the whole way | all the way | "
-        "without stopping | non stop | nonstop | continuously | without a break | without "
-        "pausing | the entire way | for as long as it can | as long as it can manage | for as long as "
-        "possible | for as long as you can | as long as you can | the rest of the episode | for the rest of the episode | the remainder of the "
-        "episode",
+        "for the whole episode | for the entire episode | the whole episode | the entire episode "
+        "| whole episode | for the whole time | the whole time | all the time | throughout the "
+        "episode | until the end | for as long as possible | as long as possible | as long as it "
+        "can | for the entire run | the entire run | for the whole run | the whole run | for the "
+        "full episode | the full episode | the entire time | for the entire time | until the "
+        "episode ends | until the end of the episode | indefinitely | forever | throughout | all "
+        "along | the whole way | all the way | without stopping | non stop | nonstop | "
+        "continuously | without a break | without pausing | the entire way | for as long as it "
+        "can | as long as it can manage | for as long as possible | for as long as you can | as "
+        "long as you can | the rest of the episode | for the rest of the episode | the remainder "
+        "of the episode",
     ),
     **table(
         "from_ground",
@@ -267,8 +267,8 @@ QUALIFIERS: dict[str, str] = {
     **table(
         "circle",
         "in a circle | in circles | around in a circle | in a loop | in a ring | round in a "
-        "circle | in a circular path | along a circle | in a big circle | in a large circle | in a wide "
-        "circle | in a small circle | in a tight circle | in a big loop | in a wide loop",
+        "circle | in a circular path | along a circle | in a big circle | in a large circle | in "
+        "a wide circle | in a small circle | in a tight circle | in a big loop | in a wide loop",
     ),
     **table(
         "high_knees",
@@ -300,14 +300,15 @@ QUALIFIERS: dict[str, str] = {
         "centered",
         "the cart in the middle | cart in the middle | in the middle | the cart centered | cart "
         "centered | centered | centred | at the center | at the centre | near the center | near "
-        "the centre | in the center | in the centre | near the middle | near the middle of the track | in "
-        "the middle of the track | close to the center | close to the centre | close to the "
-        "middle | do not let the cart drift away from the center | not to let the cart drift away "
-        "from the center | not to let the cart drift | not to let the cart slide too far | not let the cart drift away "
-        "from the center | without drifting away from the center | do not let the cart drift | "
-        "do not let the cart slide too far to either side | do not let the cart slide too far | "
-        "without the cart sliding too far | keep the cart centered | keep the cart centred | keep "
-        "the cart in the middle | keep the cart near the middle | the cart near the middle",
+        "the centre | in the center | in the centre | near the middle | near the middle of the "
+        "track | in the middle of the track | close to the center | close to the centre | close "
+        "to the middle | do not let the cart drift away from the center | not to let the cart "
+        "drift away from the center | not to let the cart drift | not to let the cart slide too "
+        "far | not let the cart drift away from the center | without drifting away from the "
+        "center | do not let the cart drift | do not let the cart slide too far to either side | "
+        "do not let the cart slide too far | without the cart sliding too far | keep the cart "
+        "centered | keep the cart centred | keep the cart in the middle | keep the cart near the "
+        "middle | the cart near the middle",
     ),
     **table(
         "no_turn",
