@@ -136,7 +136,7 @@ POSE_PHRASES: dict[str, str] = {
         "to the floor | near the floor | hug the ground | hugging the ground | body low | stay "
         "low to the ground | keep low to the ground | belly low | belly close to the ground",
     ),
-    **table("torso_tall", "tall | stand tall | standing tall | stands tall | tall and proud"),
+    **table("torso_tall", "tall | tall and proud"),
     **table(
         "level",
         "keep its back flat | back flat | flat back | body level | torso level | keep the body "

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from activities.llm.offline.body_lexicon import LEAN_VERBS, POSE_PHRASES, POSE_TAILS, POSE_VERBS
+from activities.llm.offline.body_lexicon import (
+    BODY_PARTS,
+    LEAN_VERBS,
+    POSE_PHRASES,
+    POSE_TAILS,
+    POSE_VERBS,
+)
 from activities.llm.offline.body_words import read_poses
 from activities.llm.offline.lexicon import (
     COMPARISON,
@@ -114,6 +120,9 @@ def _spans(tokens: list[str], taken: list[bool], f: Found) -> None:
             i += 1
             continue
         end, (kind, value) = hit
+        if value == "from_ground" and any(t in BODY_PARTS for t in tokens[max(0, i - 3) : i]):
+            i += 1  # "the other foot off the ground": a part lifted, read with the part
+            continue
         text = " ".join(tokens[i:end])
         _phrase(f, kind, value, text, i)
         tail = _TAILS.at(tokens, end) if kind == "pose" else None
@@ -189,7 +198,7 @@ def _manner(tokens: list[str], taken: list[bool], f: Found) -> None:
                 end = k + 1
         if end is None:
             continue
-        f.unmeasured.append(" ".join(tokens[i:end]).replace(f" {CLAUSE} ", f"{CLAUSE} "))
+        _manner_phrase(f, tokens[i:end])
         for k in range(i, end):
             taken[k] = True
     for k, tok in enumerate(tokens):
@@ -200,9 +209,20 @@ def _manner(tokens: list[str], taken: list[bool], f: Found) -> None:
             start > 0 and k - start < 2 and not taken[start - 1] and _adjective(tokens[start - 1])
         ):
             start -= 1
-        f.unmeasured.append(" ".join(tokens[start : k + 1]))
+        _manner_phrase(f, tokens[start : k + 1])
         for j in range(start, k + 1):
             taken[j] = True
+
+
+def _manner_phrase(f: Found, words: list[str]) -> None:
+    """A manner phrase is style, listed as not measured, unless it names a pace ("with a steady
+    gait", "at a slow stride"): then it is that speed, which is measured."""
+    paces = [w for w in words if w in SPEED_WORDS]
+    if paces:
+        f.speeds.append(SPEED_WORDS[paces[-1]])
+        f.speed_words.append(" ".join(words).replace(f" {CLAUSE}", CLAUSE))
+        return
+    f.unmeasured.append(" ".join(words).replace(f" {CLAUSE} ", f"{CLAUSE} "))
 
 
 def _adjective(tok: str) -> bool:
@@ -307,9 +327,6 @@ def read_clause(tokens: list[str]) -> Clause:
     f.unmeasured += unread
     if any(p.endswith("_foot_up") and p.count("_") == 3 for p in f.poses):
         f.poses = [p for p in f.poses if p != "one_foot"]  # "on 3 legs, the front left lifted"
-    if "from_ground" in f.qualifiers and any(p.endswith("_up") for p in f.poses):
-        # "lift the front right leg off the ground": the lifted foot is what leaves the ground.
-        f.qualifiers.discard("from_ground")
     unknown = _words(tokens, taken, f)
     if f.pose_verbs and not f.poses:
         # "bend gracefully": a movement of no part the library measures, listed, not refused.

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import activities.llm.offline.library as lib
 from activities.behaviours.layout import FREE, PLANAR
-from activities.llm.offline.compose import QUALIFIER, TASK, Builder, Term
+from activities.llm.offline.compose import QUALIFIER, QUALIFIER_WORDS, TASK, Builder, Term
 from activities.llm.offline.cores import ANGLE_LIMITED, jump_target
 from activities.llm.offline.judge import Measure
 from activities.llm.offline.phase_plan import Gated, Plan
@@ -130,14 +130,38 @@ EVENT_QUALIFIERS = frozenset({"no_fall", "whole_episode", "upright", "in_place",
 
 
 def _event_qualifiers(m: Builder, step: Step, what: str) -> None:
-    """Counted jumps and flips take survival and posture qualifiers; others refuse."""
-    left = sorted(step.qualifiers - EVENT_QUALIFIERS)
-    if left:
-        raise NotExpressible(f"'{', '.join(left)}' does not apply to {what} on {m.env}")
-    if step.poses:
-        raise NotExpressible(f"a pose during {what} is more than the offline author composes")
+    """Counted jumps and flips take survival, posture and place qualifiers; the others, and
+    poses held while jumping, are listed as not measured."""
+    for q in sorted(step.qualifiers - EVENT_QUALIFIERS):
+        said = f"'{QUALIFIER_WORDS.get(q, q)}' (does not apply to {what} on {m.env})"
+        if said not in m.not_applied:
+            m.not_applied.append(said)
+    for pose in step.poses:
+        m.not_applied.append(f"{pose.replace('_', ' ')} (not measured during {what})")
     if step.qualifiers & {"no_fall", "whole_episode"}:
         m.survival(0.95, "does not fall: survives at least 95% of the episode")
+    if step.qualifiers & {"in_place", "still"}:
+        # "jump three times without travelling": judged, or a body that hops 6 m forward
+        # passes it.
+        m.term(
+            "hold",
+            "P.position_reward(ENV, info, x=0.0, y=0.0, radius=0.25, margin=1.0)",
+            0.5,
+            QUALIFIER,
+            "p_t",
+            "staying near the start",
+        )
+        m.crit(
+            lib.crit(
+                "stays_in_place",
+                f"{what} end within 0.5 m of the start",
+                "final_distance_from_start",
+                0.5,
+                "at_most",
+                weight=2.0,
+            ),
+            "hold",
+        )
 
 
 def _land_upright(m: Builder, phase: int) -> None:

@@ -63,9 +63,9 @@ CORE_PHRASES: dict[str, str] = {
     ),
     **table(
         "lie",
-        "lie down | lay down | lie flat | play dead | rest on the ground | lie back down | lie "
-        "back | lay back down | lie down again | go back down | get down on the ground | get down "
-        "on the floor",
+        "lie down | lay down | lie flat | stay lying | keep lying | remain lying | play dead | "
+        "rest on the ground | lie back down | lie back | lay back down | lie down again | go back "
+        "down | get down on the ground | get down on the floor",
     ),
     **table("sit", "sit down | sit up | take a seat | sit upright"),
     **table("squat", "bend its knees | bend the knees | get low"),
@@ -213,7 +213,8 @@ QUALIFIERS: dict[str, str] = {
         "over | avoid flipping over | no falling | no falls | without ever falling | without ever "
         "falling over | never falling over | not to topple over | not topple over | without it "
         "tipping over | without it falling over | without them falling | do not let them fall | "
-        "do not let them fall over | do not let it tip over",
+        "do not let them fall over | do not let it tip over | do not let it drop | not let it "
+        "drop | do not drop it | never drop it | without letting it drop",
     ),
     **table(
         "whole_episode",
@@ -247,16 +248,17 @@ QUALIFIERS: dict[str, str] = {
     **table(
         "still",
         "and stay still | stay still | stays still | keep still | hold still | remain still | "
-        "without moving | motionless | still | stock still | hold it | hold the pose | hold "
-        "that pose | hold position | hold its position | stay put | not moving | steady there | "
-        "keep it steady | hold it steady | keep steady | stay steady | hold steady | hold the arm "
-        "steady | hold the arm still | keep the arm still | keep the arm steady | hold its arm "
-        "still | hold its arm steady | keep its arm still",
+        "without moving | motionless | still | stock still | hold it | hold the pose | hold that "
+        "pose | hold position | hold its position | stay put | not moving | steady there | keep "
+        "it steady | hold it steady | keep steady | stay steady | hold steady | do not move | do "
+        "not move at all | not move at all | not to move | without any movement | no moving | "
+        "hold the arm steady | hold the arm still | keep the arm still | keep the arm steady | "
+        "hold its arm still | hold its arm steady | keep its arm still",
     ),
     **table(
         "stay",
-        "and stay standing | stay standing | keep standing | remain standing | stay upright | "
-        "stay up | remain upright | stay sitting | remain sitting | stay seated | remain seated "
+        "and stay standing | stay standing | keep standing | remain standing | "
+        "stay up | stay sitting | remain sitting | stay seated | remain seated "
         "| keep sitting | stay crouched | stay squatting | stay low | stay down | stay lying | "
         "remain lying | keep lying | stay there | remain there | and hold it there | stay that "
         "way | stay in that pose | hold it there | keep it there | and keep it there | leave it "
@@ -282,10 +284,11 @@ QUALIFIERS: dict[str, str] = {
         "landing back on its feet | land on both feet | landing on both feet | land on its feet "
         "each time | landing on both feet each time | land on both feet each time | landing on "
         "its feet each time | land safely | landing safely | land it | land upright | landing "
-        "upright | stick the landing | sticking the landing | land cleanly | upright | vertical | "
-        "vertically | with its torso upright | with a straight back | "
-        "keeping its back straight | back straight | with its back straight | straight backed "
-        "| erect | with an upright torso | with its chest up | chest up",
+        "upright | stay upright | stays upright | staying upright | remain upright | stick the "
+        "landing | sticking the landing | land cleanly | upright | vertical | vertically | with "
+        "its torso upright | with a straight back | keeping its back straight | back straight | "
+        "with its back straight | straight backed | erect | with an upright torso | with its "
+        "chest up | chest up",
     ),
     **table(
         "no_backward",
@@ -313,7 +316,8 @@ QUALIFIERS: dict[str, str] = {
     **table(
         "no_turn",
         "without turning | without turning around | without changing direction | keeping its "
-        "heading | facing forward | without veering off",
+        "heading | facing forward | without veering off | do not turn | never turn | do not turn "
+        "around | no turning",
     ),
     **table(
         "straight",
@@ -358,7 +362,7 @@ MANNER_NOUNS = words(
 # Words that open a comparison, read to the clause's end as style: "like a cat", "as if drunk".
 COMPARISON = table(
     "style",
-    "like a | like an | like the | like some | as if | as though | in the style of | the "
+    "like | like a | like an | like the | like some | as if | as though | in the style of | the "
     "way a | the way an | similar to | imitating | mimicking | pretending to be",
 )
 

@@ -95,6 +95,8 @@ _ANGLE_CORES = frozenset({"turn", "spin", "pose", "rear_up", "flip"})
 _COUNTED = frozenset({"jump", "flip", "spin", "turn", "squat", "sit", "lie", "stand"})
 _JUMP_WORDS = frozenset({"high", "higher", "highest", "height", "air", "vertically"})
 _REACH_WORDS = frozenset({"target", "goal", "fingertip"})
+# Verbs that name no gait of their own when another behaviour is named beside them.
+_WEAK_VERBS = frozenset({"go", "move", "travel", "proceed"})
 _POLE_WORDS = frozenset({"pole", "poles", "pendulum", "link", "links"})
 
 
@@ -141,6 +143,15 @@ def _resolve(cores: list[tuple[int, str, str]], f: Found, quantities: list[Quant
             core = "jump"
         named.append((at, core, word))
     kinds = {c for _, c, _ in named}
+    others = kinds - {"locomotion"}
+    if others and all(w in _WEAK_VERBS for _, c, w in named if c == "locomotion"):
+        # "jump up and down, go as high as you can", "spin, keep going round": 'go' is no gait.
+        named = [n for n in named if n[1] != "locomotion"]
+        kinds = others
+    if "reach" in kinds and len(kinds) > 1 and not {w for _, w in f.extras} & _REACH_WORDS:
+        # "jump, try to reach about 1.8 metres": reaching a number, not a target.
+        named = [n for n in named if n[1] != "reach"]
+        kinds.discard("reach")
     on_one_leg = {"one_foot", "stand_left", "stand_right"} & set(f.poses)
     on_legs = any(p.endswith(("feet_up", "foot_up")) for p in f.poses)
     if (
