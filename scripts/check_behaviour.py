@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ ANT_FEET = {
 }
 
 
-def lowest_point(model, data, geom: str) -> float:  # type: ignore[no-untyped-def]
+def lowest_point(model: Any, data: Any, geom: str) -> float:
     """The lowest z of a capsule geom: its centre, its axis end, less its radius."""
     gid = model.geom(geom).id
     radius, half = model.geom_size[gid][:2]
@@ -37,9 +38,9 @@ def lowest_point(model, data, geom: str) -> float:  # type: ignore[no-untyped-de
     return float(data.geom_xpos[gid][2] - abs(axis_z) * half - radius)
 
 
-def episode(policy, seed: int) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
+def episode(policy: Any, seed: int) -> dict[str, np.ndarray]:
     env = policy.make_env()
-    rows: dict[str, list[float]] = {k: [] for k in ("z", "vx", "vy", "yaw_rate", "up")}
+    rows: dict[str, list[float]] = {k: [] for k in ("x", "y", "z", "vx", "vy", "yaw_rate", "up")}
     for leg in ANT_FEET:
         rows[leg] = []
     try:
@@ -49,6 +50,8 @@ def episode(policy, seed: int) -> dict[str, np.ndarray]:  # type: ignore[no-unty
             action, _ = policy.predict(obs)
             obs, _, terminated, truncated, _ = env.step(action)
             qpos, qvel = sim.data.qpos, sim.data.qvel
+            rows["x"].append(float(qpos[0]))
+            rows["y"].append(float(qpos[1]))
             rows["z"].append(float(qpos[2]))
             rows["vx"].append(float(qvel[0]))
             rows["vy"].append(float(qvel[1]))
@@ -86,8 +89,18 @@ def spin_ccw(e: dict[str, np.ndarray]) -> dict[str, float | bool]:
     rate = float(np.mean(e["yaw_rate"]))
     drift = float(np.mean(np.hypot(e["vx"], e["vy"])))
     up = float(np.mean(e["up"]))
+    # Where it ends against where it started: a spinning torso sways, which the mean speed
+    # counts, but it does not leave its spot.
+    away = float(np.hypot(e["x"][-1] - e["x"][0], e["y"][-1] - e["y"][0]))
     ok = rate >= 1.05 and drift <= 0.2 and up >= 0.8 and len(e["z"]) == 1000
-    return {"yaw_rate": rate, "drift": drift, "uprightness": up, "steps": len(e["z"]), "ok": ok}
+    return {
+        "yaw_rate": rate,
+        "drift": drift,
+        "end_from_start": away,
+        "uprightness": up,
+        "steps": len(e["z"]),
+        "ok": ok,
+    }
 
 
 CHECKS: dict[str, Callable[[dict[str, np.ndarray]], dict[str, float | bool]]] = {

@@ -6,7 +6,9 @@ and the crouch after a landing look the same to it, and it cannot tell which one
 With `phases`, the phase is kept here instead: an ordered list, each phase but the last ending
 when one measure of the state crosses a threshold, advanced after every step from the simulator
 state (never by generated code), at most one phase per step. The reward reads the phase the step
-ended in as info["phase"] (0, 1, ...) and the accumulated turn as info["turn"]; the policy gets
+ended in as info["phase"] (0, 1, ...) and the accumulated nose-up turn as info["turn"] (with
+info["turn_roll"] and info["turn_yaw"] where a phase ends on a roll or a turn about the
+vertical: "roll over twice", "spin three times, then stop"); the policy gets
 the phase as one more input. `clock` adds the time since the episode began, as a fraction of the
 training episode's length (info["clock"], one more input). `position` shows the policy the
 root's ground position (x, y), which every MuJoCo locomotion env leaves out of its observation:
@@ -32,7 +34,9 @@ from activities.behaviours import primitives as P
 from activities.behaviours.layout import FREE, LAYOUTS, PLANAR, SWIMMER
 
 MAX_PHASES = 8
-Measure = Literal["height", "turn", "time", "forward_velocity"]
+Measure = Literal["height", "turn", "turn_roll", "turn_yaw", "time", "forward_velocity"]
+# The accumulated turns a phase can end on, and the torso axis each is about.
+TURNS = {"turn": "pitch", "turn_roll": "roll", "turn_yaw": "yaw"}
 # What each measure needs of the body (checked when SHAPING is parsed).
 MOVING = (PLANAR, FREE, SWIMMER)
 POSITION_INPUTS = 2  # SHAPING `position`: the root's x and y (y is 0 on planar bodies)
@@ -77,6 +81,10 @@ def check_phases(phases: tuple[Phase, ...], env_id: str) -> str | None:
             return f"{env_id} has no torso height: `until: height` cannot be measured"
         if p.until in ("turn", "forward_velocity") and (lay is None or lay.root not in MOVING):
             return f"{env_id} has no free-moving body: `until: {p.until}` cannot be measured"
+        if p.until == "turn_roll" and (lay is None or lay.root != FREE):
+            return f"{env_id} cannot roll (a free body can): `until: turn_roll` cannot be measured"
+        if p.until == "turn_yaw" and (lay is None or lay.root not in (FREE, SWIMMER)):
+            return f"{env_id} cannot turn about the vertical: `until: turn_yaw` cannot be measured"
     return None
 
 
@@ -100,7 +108,11 @@ class PhaseClock:
         # is where every env here starts its body (within its reset noise).
         self.where = np.zeros((n, POSITION_INPUTS))
         self.phase = np.zeros(n, dtype=np.int64)
-        self.turn = np.zeros(n)
+        # The accumulated turn per measure: the nose-up one always (info["turn"]), a roll or a
+        # turn about the vertical only when a phase ends on it.
+        self.turns = {
+            k: np.zeros(n) for k in TURNS if k == "turn" or any(p.until == k for p in phases)
+        }
         self.steps = np.zeros(n, dtype=np.int64)
         # Each copy's qpos after its last step (to turn exactly between states), and whether
         # it belongs to the running episode: its first step has only the end-of-step rate.
@@ -110,7 +122,9 @@ class PhaseClock:
     def reset(self, which: np.ndarray | None = None) -> None:
         """Start the episodes of the copies in `which` (a mask; all when None) afresh."""
         sel = slice(None) if which is None else which
-        self.phase[sel], self.turn[sel], self.steps[sel] = 0, 0.0, 0
+        self.phase[sel], self.steps[sel] = 0, 0
+        for turn in self.turns.values():
+            turn[sel] = 0.0
         self.known[sel] = False
         self.where[sel] = 0.0
 
@@ -124,7 +138,8 @@ class PhaseClock:
                 len(self.turn), POSITION_INPUTS
             )
         if self.phases and moving is not None and moving.root in MOVING:
-            self.turn += self._turned(data)
+            for key, turned in self._turned(data).items():
+                self.turns[key] += turned
         for i, phase in enumerate(self.phases[:-1]):
             here = self.phase == i
             if here.any():
@@ -133,33 +148,43 @@ class PhaseClock:
                 self.phase = np.where(here & met, i + 1, self.phase)
         out: dict[str, np.ndarray] = {}
         if self.phases:
-            out["phase"], out["turn"] = self.phase.astype(float), self.turn.copy()
+            out["phase"] = self.phase.astype(float)
+            out.update({k: v.copy() for k, v in self.turns.items()})
         if self.clock:
             out["clock"] = self.steps / self.limit
         return out
 
-    def _turned(self, data: Mapping[str, Any]) -> np.ndarray:
-        """The nose-up turn of each copy during this step: exact from the state before, as
-        the judge's `total_rotation` counts it (the end-of-step rate times dt, which a policy
-        can make positive at every step without turning, only on an episode's first step)."""
-        qpos = np.asarray(data["qpos"], dtype=float).reshape(len(self.turn), -1)
-        out = np.zeros(len(self.turn))
-        if self.last is not None and self.known.any():
-            exact = np.asarray(P.turn_between(self.env_id, self.last, qpos, "pitch"), dtype=float)
-            out[self.known] = exact[self.known]
-        if not self.known.all():  # first steps: only the end-of-step rate is known
-            step = np.asarray(P.rotation_step(self.env_id, data, "pitch"), dtype=float)
-            out[~self.known] = np.broadcast_to(step, out.shape)[~self.known]
+    @property
+    def turn(self) -> np.ndarray:
+        """The accumulated nose-up turn of each copy (rad)."""
+        return self.turns["turn"]
+
+    def _turned(self, data: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """The turn of each copy during this step about each tracked axis: exact from the
+        state before, as the judge's `total_rotation` counts it (the end-of-step rate times
+        dt, which a policy can make positive at every step without turning, only on an
+        episode's first step)."""
+        qpos = np.asarray(data["qpos"], dtype=float).reshape(len(self.phase), -1)
+        turned: dict[str, np.ndarray] = {}
+        for key in self.turns:
+            axis, out = TURNS[key], np.zeros(len(self.phase))
+            if self.last is not None and self.known.any():
+                exact = np.asarray(P.turn_between(self.env_id, self.last, qpos, axis), dtype=float)
+                out[self.known] = exact[self.known]
+            if not self.known.all():  # first steps: only the end-of-step rate is known
+                step = np.asarray(P.rotation_step(self.env_id, data, axis), dtype=float)
+                out[~self.known] = np.broadcast_to(step, out.shape)[~self.known]
+            turned[key] = out
         self.last, self.known = qpos.copy(), np.ones_like(self.known)
-        return out
+        return turned
 
     def _measure(self, name: str | None, data: Mapping[str, Any]) -> np.ndarray:
-        if name == "turn":
-            return self.turn
+        if name in TURNS:
+            return self.turns[name]
         if name == "time":
             return self.steps * self.dt
         fn = P.height if name == "height" else P.forward_velocity
-        return np.broadcast_to(np.asarray(fn(self.env_id, data), dtype=float), self.turn.shape)
+        return np.broadcast_to(np.asarray(fn(self.env_id, data), dtype=float), self.phase.shape)
 
     def features(self) -> np.ndarray:
         """The policy's extra inputs, (n, width): the phase as a fraction of the last one, then

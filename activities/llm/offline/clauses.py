@@ -269,7 +269,7 @@ def _words(tokens: list[str], taken: list[bool], f: Found) -> list[str]:
         base = lemma(tok, _KNOWN_LEMMAS)
         if is_number(tok):
             prior = [c for c in f.cores if c[0] < i]
-            counted = ("jump", "flip", "spin")
+            counted = ("jump", "flip", "roll", "spin")
             after = [CORE_VERBS.get(lemma(t, _KNOWN_LEMMAS)) for t in tokens[i + 1 : i + 3]] + [
                 c[1] for c in f.cores if i < c[0] <= i + 2
             ]

@@ -174,6 +174,81 @@ def _land_upright(m: Builder, phase: int) -> None:
     m.windows["lands_upright"] = (phase,)
 
 
+ROLL_RATE = math.pi  # rad/s: half a roll a second pays the roll term in full
+# Bodies that can roll about their forward axis: the SHAPING band that lets the torso go low
+# enough to lie on its side (None: the env never ends an episode on height).
+ROLL_BANDS: dict[str, tuple[float, float] | None] = {
+    "Ant-v5": (0.2, 3.0),
+    "Humanoid-v5": (0.3, 3.0),
+    "HumanoidStandup-v5": None,
+}
+
+
+def roll(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
+    """Roll over sideways, counted: turn about the torso's forward axis (its accumulated roll,
+    SHAPING `until: turn_roll`), then settle."""
+    if plan.env not in ROLL_BANDS:
+        raise NotExpressible(
+            f"rolling over needs a free body that can turn onto its side (Ant, Humanoid, "
+            f"HumanoidStandup); {plan.env} "
+            + ("moves in a vertical plane" if lib.facts(plan.env).locomotion else "cannot")
+        )
+    band = ROLL_BANDS[plan.env]
+    if band is not None:
+        m.shape(
+            f"{plan.env} ends an episode when its torso leaves "
+            f"{list(lib.facts(plan.env).healthy_z or ())} m: SHAPING healthy_z_range "
+            f"{list(band)} lets it roll onto its side",
+            healthy_z_range=list(band),
+        )
+    n = step.count or 1
+    d = step.direction
+    turn = round(TURN * n, 4)
+    way_on = f"P.tolerance({d:g} * info['turn_roll'], -0.5, P.INF, margin=1.0)"
+    m.progress_factors.append(way_on)
+    edge = {"above": round(0.9 * turn, 4)} if d > 0 else {"below": -round(0.9 * turn, 4)}
+    p0 = plan.add(i, "roll", "turn_roll", **edge)
+    p1 = plan.add(i, "settle")
+    gated.add(
+        Term(
+            "roll",
+            f"min(max({d:g} * P.rotation_rate(ENV, info, 'roll') / {ROLL_RATE:g}, 0.0), 1.0)"
+            f" * {way_on}",
+            1.0,
+            TASK,
+            r"\rho_t",
+            "rolling over sideways",
+        ),
+        (p0,),
+    )
+    settle = "P.tolerance(P.rotation_rate(ENV, info, 'roll'), -0.5, 0.5, margin=1.0)"
+    if plan.env == "Ant-v5":
+        settle = f"P.upright_reward(ENV, info) * {settle}"  # back on its feet
+    gated.add(Term("settle", settle, 1.0, TASK, "s_t", "settled after the roll"), (p1,))
+    times = f" {n} times" if n > 1 else ""
+    m.crit(
+        lib.crit(
+            "rolls",
+            f"turns {turn:.3g} rad about its forward axis (rolls over{times})",
+            "",
+            round(0.9 * turn, 4),
+            weight=3.0,
+        ),
+        "roll",
+        measure=Measure(
+            f"{d:g} * P.total_rotation(ENV, t, 'roll')", "last", (), "rad", "sideways roll"
+        ),
+    )
+    if plan.env == "Ant-v5":
+        m.crit(
+            lib.crit("lands_upright", "back on its feet after the roll", "", 0.7, weight=2.0),
+            "settle",
+            measure=Measure("P.uprightness(ENV, t)", "final", (), "", "uprightness at the end"),
+        )
+    _event_qualifiers(m, step, "a roll")
+    return [p0]
+
+
 def flip(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
     """Crouch, launch, rotate (the torso's accumulated pitch), land."""
     b = Builder(plan.env, step)

@@ -49,6 +49,7 @@ CORE_VERBS: dict[str, str] = {
     **dict.fromkeys(words("balance stabilize stabilise"), "balance"),
     **dict.fromkeys(words("reach touch"), "reach"),
     **dict.fromkeys(words("backflip frontflip flip somersault"), "flip"),
+    **dict.fromkeys(words("roll tumble"), "roll"),
     **dict.fromkeys(words("stop halt freeze land"), "stop"),
     "turn": "turn",
 }
@@ -81,6 +82,11 @@ CORE_PHRASES: dict[str, str] = {
         "on its hind legs | stand up on its rear legs | stand up on its back legs | balance on "
         "its hind legs | balance on its rear legs | balance on its back legs | rear onto its "
         "hind legs | on its hind legs | on its rear legs | on its back legs",
+    ),
+    **table(
+        "roll",
+        "roll over | barrel roll | log roll | roll sideways | roll onto its side | roll over "
+        "sideways | sideways roll | side roll | rolls over | rolling over | roll all the way over",
     ),
     **table(
         "flip",
@@ -390,9 +396,9 @@ FIRST = words("first firstly initially")
 DETAILS = table(
     "detail",
     "on its back | on its side | on its belly | on its stomach | on its front | face down | face "
-    "up | on the ground | on the floor | flat on the ground | flat on the floor | on all "
-    "fours | on all 4 legs | on all four legs | on 4 legs | on four legs | on its 4 legs | on its "
-    "four legs",
+    "up | onto its back | onto its side | onto its belly | on the ground | on the floor | flat on "
+    "the ground | flat on the floor | on all fours | on all 4 legs | on all four legs | on 4 legs "
+    "| on four legs | on its 4 legs | on its four legs",
 )
 STYLE_PHRASES = table(
     "style",

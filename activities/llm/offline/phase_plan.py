@@ -12,7 +12,7 @@ from activities.llm.offline.refusals import NotExpressible
 from activities.llm.offline.steps import Step
 
 # Seconds a counted jump or a flip is given in a sequence (the time phases after it start then).
-EVENT_SECONDS = {"jump": 1.2, "flip": 2.5}
+EVENT_SECONDS = {"jump": 1.2, "flip": 2.5, "roll": 2.5}
 MIN_PHASE_S = 0.5
 
 
@@ -38,8 +38,9 @@ class Phase:
 
 
 def counted(step: Step) -> bool:
-    """Whether a step's phases end on the body's events (a flip, jumps counted) not on time."""
-    return step.core == "flip" or (step.core == "jump" and (step.count or 1) >= 2)
+    """Whether a step's phases end on the body's events (a flip, a roll, jumps counted) not on
+    time."""
+    return step.core in ("flip", "roll") or (step.core == "jump" and (step.count or 1) >= 2)
 
 
 def label(step: Step) -> str:

@@ -13,6 +13,7 @@ moving on always pays more than staying. The judge measures each step's criteria
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from activities.llm.offline.compose import (
@@ -23,7 +24,7 @@ from activities.llm.offline.compose import (
     Composition,
 )
 from activities.llm.offline.cores import CORES
-from activities.llm.offline.events import counted_jumps, flip
+from activities.llm.offline.events import counted_jumps, flip, roll
 from activities.llm.offline.judge import METRIC_MEASURES, Measure
 from activities.llm.offline.phase_plan import Gated, Plan, counted
 from activities.llm.offline.reader import MAX_STEPS, Parsed
@@ -69,11 +70,14 @@ def build_phased(parsed: Parsed, env_id: str) -> Composition:
         plan.first.append(len(plan.phases))
         if step.core == "flip":
             events += flip(merged, plan, i, step, gated)
+        elif step.core == "roll":
+            events += roll(merged, plan, i, step, gated)
         elif step.core == "jump" and (step.count or 1) >= 2:
             events += counted_jumps(merged, plan, i, step, gated)
         else:
             p = plan.add(i, plan.labels[i])
             _timed(merged, plan, i, step, p, gated)
+            _end_on_turn(plan, steps, i, p)
         plan.close(i)
     if len(plan.phases) > MAX_STEPS:
         raise NotExpressible(
@@ -102,6 +106,29 @@ def build_phased(parsed: Parsed, env_id: str) -> Composition:
     )
     shaping = {**comp.shaping, "phases": [p.shaping() for p in plan.phases]}
     return replace(comp, windows=windows, shaping=shaping, phase_times=times)
+
+
+def _end_on_turn(plan: Plan, steps: list[Step], i: int, p: int) -> None:
+    """ "Spin three times, then stop", "turn 180 degrees, then walk": the phase ends once the
+    body has turned that far about the vertical (SHAPING `until: turn_yaw`), not at a time
+    guessed for it. The turn counts from the episode's start, so only while no step before
+    it turns the body."""
+    step = steps[i]
+    if i == len(steps) - 1 or step.core not in ("spin", "turn"):
+        return
+    if any(s.core in ("spin", "turn") or "circle" in s.qualifiers for s in steps[:i]):
+        return
+    if step.count:
+        total = 2.0 * math.pi * step.count
+    elif step.angle is not None and step.core == "turn":
+        total = step.angle
+    else:
+        return
+    edge = round(0.95 * total, 4)
+    if step.direction > 0:
+        plan.phases[p] = replace(plan.phases[p], until="turn_yaw", above=edge)
+    else:
+        plan.phases[p] = replace(plan.phases[p], until="turn_yaw", below=-edge)
 
 
 def _finish(m: Builder, steps: list[Step], peak: float) -> None:

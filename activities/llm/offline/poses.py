@@ -353,6 +353,7 @@ def _torso_height(env: str, low: bool) -> list[PoseTerm]:
     height = "P.height(ENV, {s})"
     # Paid in full 3 cm inside the bound, as the other poses: the trade-off with the behaviour
     # settles just outside the bound otherwise.
+    direction: Direction
     if low:
         call = f"P.tolerance({height.format(s='info')}, 0.0, {bound - 0.03:g}, margin=0.15)"
         meaning, direction = f"torso at most {bound - 0.03:g} m up", "at_most"

@@ -75,7 +75,8 @@ def _segments(tokens: list[str]) -> list[list[str]]:
 
 
 def _unsupported(tokens: list[str]) -> None:
-    for w in tokens:
+    pairs = [f"{a} {b}" for a, b in zip(tokens, tokens[1:], strict=False)]
+    for w in [*pairs, *tokens]:
         base = lemma(w, UNSUPPORTED)
         if base in UNSUPPORTED:
             raise NotExpressible(

@@ -30,6 +30,14 @@ UNSUPPORTED = {
     "kneel": "kneeling needs knee contact with the floor, which the behaviour library does not "
     "measure",
     # Phases end on height, turn, time or speed, not on where the body is: no turning points.
+    "roll forward": "a forward roll turns the body over along the floor, which needs a "
+    "ground-contact reward no template has (a front flip turns it in the air)",
+    "forward roll": "a forward roll turns the body over along the floor, which needs a "
+    "ground-contact reward no template has (a front flip turns it in the air)",
+    "roll backward": "a backward roll turns the body over along the floor, which needs a "
+    "ground-contact reward no template has (a backflip turns it in the air)",
+    "backward roll": "a backward roll turns the body over along the floor, which needs a "
+    "ground-contact reward no template has (a backflip turns it in the air)",
     "forth": "going back and forth needs turning points at places, which no phase here ends on; "
     "say it as a sequence ('run forward, then run backward')",
 }

@@ -78,6 +78,7 @@ COUNT_NOUN_CORE = {
     **dict.fromkeys(
         words("flip flips backflip backflips frontflip frontflips somersault somersaults"), "flip"
     ),
+    **dict.fromkeys(words("roll rolls"), "roll"),
 }
 _POSTURES = frozenset({"stand", "sit", "squat", "lie", "stop"})
 # Which cores absorb which when a clause names both ("jump and do a backflip" is a flip).
@@ -92,7 +93,7 @@ _ABSORBS: dict[str, frozenset[str]] = {
 # What a number of each dimension can qualify.
 _HEIGHT_CORES = frozenset({"jump", "stand", "sit", "squat", "lie", "pose", "rear_up", "flip"})
 _ANGLE_CORES = frozenset({"turn", "spin", "pose", "rear_up", "flip"})
-_COUNTED = frozenset({"jump", "flip", "spin", "turn", "squat", "sit", "lie", "stand"})
+_COUNTED = frozenset({"jump", "flip", "roll", "spin", "turn", "squat", "sit", "lie", "stand"})
 _JUMP_WORDS = frozenset({"high", "higher", "highest", "height", "air", "vertically"})
 _REACH_WORDS = frozenset({"target", "goal", "fingertip"})
 # Verbs that name no gait of their own when another behaviour is named beside them.
@@ -299,6 +300,10 @@ def _direction(core: str, f: Found, verb: str) -> float:
         return f.sides[-1] if f.sides else 1.0
     if core == "flip":
         return f.flip_way if f.flip_way is not None else 1.0
+    if core == "roll":
+        # Rolling to the right lifts the left side first (positive roll); to the left, the
+        # right side.
+        return -1.0 if f.sides and f.sides[-1] > 0 else 1.0
     if core == "jump":
         return f.directions[-1] if f.directions else 0.0  # 0: on the spot
     return 1.0

@@ -371,6 +371,12 @@ BANK: list[Case] = [
      {"steps": "balance", "q": "centered"}),
     (DOUBLE, "Stabilize the two links. Keep them still and straight up.",
      {"steps": "balance", "q": "upright"}),
+    (ANT, "Roll over sideways, all the way around, once. Land back on your feet.",
+     {"steps": "roll", "q": "upright", "crit": "rolls lands_upright", "shaping": "phases"}),
+    (STANDUP, "Roll over twice to the left. Take your time.",
+     {"steps": "roll", "count": 2, "dir": -1, "crit": "rolls"}),
+    (ANT, "Spin around twice on the spot. Then stop and stand still.",
+     {"steps": "spin>stop", "count": 2, "shaping": "phases"}),
     # --- refusals
     (SWIM, "Swim forward. Then jump out of the water.", {"refuse": "jump"}),
     (HOP, "Hop forward. Turn left halfway through.", {"refuse": "turn"}),

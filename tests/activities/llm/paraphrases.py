@@ -274,7 +274,8 @@ BANK: list[Case] = [
     (STANDUP, "lower its head", {"refuse": "starts lying down with its head"}),
     (STANDUP, "sit up slowly", {"steps": "sit", "style": "slowly"}),
     (STANDUP, "get up and walk", {"refuse": "Humanoid-v5 walks"}),
-    (STANDUP, "roll over", {"refuse": "names no behaviour"}),
+    (STANDUP, "roll over", {"steps": "roll", "crit": "rolls", "shaping": "phases"}),
+    (STANDUP, "do a forward roll", {"refuse": "turns the body over along the floor"}),
     # --- Swimmer -----------------------------------------------------------------------------
     (SWIM, "swim forward", {"steps": LOCO, "template": "forward"}),
     (SWIM, "swim forward as fast as it can", {"steps": LOCO, "speed": "max"}),

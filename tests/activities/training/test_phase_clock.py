@@ -74,6 +74,39 @@ def test_phases_advance_on_their_measures_one_at_a_time_and_restart():
     assert clock.phase.tolist() == [0, 0] and clock.steps.tolist() == [0, 3]
 
 
+def _about(axis: np.ndarray, angle: float) -> np.ndarray:
+    """The unit quaternion (w, x, y, z) of a turn by `angle` about `axis`."""
+    return np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
+
+
+def test_phases_end_on_a_roll_or_a_turn_about_the_vertical():
+    phases = (Phase(until="turn_roll", above=3.0), Phase(until="turn_yaw", below=-2.0), Phase())
+    clock = PhaseClock("Ant-v5", phases, False, 1, limit=100, dt=0.05)
+    qpos, qvel = np.zeros((1, 15)), np.zeros((1, 14))
+    qpos[0, 3] = 1.0
+    clock.advance({"qpos": qpos, "qvel": qvel})  # the first step: from here on turns are exact
+    seen, info = [], {}
+    # Half a radian a step about the torso's forward axis (left side up), six steps; then a
+    # clockwise turn about the vertical, half a radian a step.
+    for k in range(1, 7):
+        qpos[0, 3:7] = _about(np.array([1.0, 0.0, 0.0]), 0.5 * k)
+        info = clock.advance({"qpos": qpos, "qvel": qvel})
+        seen.append(int(info["phase"][0]))
+    assert seen == [0, 0, 0, 0, 0, 0] and info["turn_roll"][0] == pytest.approx(3.0, abs=0.01)
+    qpos[0, 3:7] = _about(np.array([1.0, 0.0, 0.0]), np.pi)  # on its back
+    assert clock.advance({"qpos": qpos, "qvel": qvel})["phase"][0] == 1
+    rolled = qpos[0, 3:7].copy()
+    for k in range(1, 6):
+        yaw = _about(np.array([0.0, 0.0, 1.0]), -0.5 * k)
+        w1, v1 = yaw[0], yaw[1:]
+        w2, v2 = rolled[0], rolled[1:]
+        qpos[0, 3:7] = np.concatenate([[w1 * w2 - v1 @ v2], w1 * v2 + w2 * v1 + np.cross(v1, v2)])
+        info = clock.advance({"qpos": qpos, "qvel": qvel})
+    # The nose-up turn stayed 0 throughout; the vertical turn went past -2 rad: the last phase.
+    assert info["phase"][0] == 2 and info["turn"][0] == pytest.approx(0.0, abs=1e-6)
+    assert info["turn_yaw"][0] == pytest.approx(-2.5, abs=0.01)
+
+
 @pytest.mark.parametrize(
     ("phases", "why"),
     [
