@@ -311,6 +311,8 @@ def _words(tokens: list[str], taken: list[bool], f: Found) -> list[str]:
             f.pose_verbs.append(tok)
         else:
             unknown.append(tok)
+            if i + 1 < len(tokens) and tokens[i + 1] in DIRECTIONS:
+                f.unknown_verbs.append(tok)
     return unknown
 
 

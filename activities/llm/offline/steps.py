@@ -70,6 +70,8 @@ class Found:
     pose_verbs: list[str] = field(default_factory=list)
     keeps: list[int] = field(default_factory=list)
     ands: list[int] = field(default_factory=list)
+    # Words no table knows in a verb's place, before a direction ("blorft backward").
+    unknown_verbs: list[str] = field(default_factory=list)
 
 
 # Count nouns that name the behaviour they count ("two backflips", "3 jumps").
@@ -120,7 +122,13 @@ def _cores(f: Found, quantities: list[Quantity]) -> list[tuple[int, str, str]]:
         cores.append((0, "spin", "turns"))
     if not cores and f.poses and (f.pose_verbs or quantities):
         cores.append((0, "pose", ""))  # "raise its arms", "lean forward 30 degrees"
-    if not cores and (f.directions or any(q.dimension == "speed" for q in quantities)):
+    if (
+        not cores
+        and not f.unknown_verbs
+        and (f.directions or any(q.dimension == "speed" for q in quantities))
+    ):
+        # "forward at 2 m/s": moving. Not after a word no table knows: in "blorft backward"
+        # the unknown word may be the behaviour, and a walk would be a different request.
         cores.append((0, "locomotion", ""))
     cores.sort()
     return cores

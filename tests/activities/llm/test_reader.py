@@ -209,6 +209,11 @@ def test_made_up_words_alone_are_refused_naming_them():
     message = str(info.value)
     assert "names no behaviour" in message and "it does not know 'zorble quuxel'" in message
     assert "\n" not in message
+    # A made-up word in a verb's place is not turned into a walk by the direction after it
+    # ("roll over onto its back" once read as walking backward).
+    with pytest.raises(NotExpressible, match="it does not know 'blorft'"):
+        read("blorft backward")
+    assert read("forward at 2 m/s, please").steps[0].core == "locomotion"
 
 
 def test_flips_read_their_direction_and_count():
