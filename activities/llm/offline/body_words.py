@@ -81,6 +81,20 @@ def _window(tokens: list[str], taken: list[bool], i: int) -> list[int]:
 _KNOWN = frozenset().union(*CORE_EXTRAS.values()) | frozenset(DIRECTIONS) | frozenset(SPEED_WORDS)
 
 
+# "arms extended forward": held out in front, which no pose measures (arms_out is sideways).
+_AHEAD = frozenset({"forward", "forwards", "ahead", "front"})
+
+
+def _describes(tokens: list[str], j: int) -> bool:
+    """Whether tokens[j] still describes the part: not a manner word, except an adverb before
+    a word that does ("knees slightly bent")."""
+    if not _manner_word(tokens[j]):
+        return True
+    nxt = tokens[j + 1] if j + 1 < len(tokens) else ""
+    adverb = tokens[j].endswith("ly") and len(tokens[j]) > 4
+    return adverb and bool(nxt) and nxt not in _STOPS and lemma(nxt, POSE_VERBS) in POSE_VERBS
+
+
 def _manner_word(tok: str) -> bool:
     """A word that says something else than the part's state: an adverb or style word ("the
     arm gracefully"), or a word another table reads ("the arm onto the goal")."""
@@ -135,7 +149,8 @@ def read_poses(
                     used += [sides[side], *lifted.values()]
                     break
         also: list[str] = []  # "the torso low and flat": a part in two states
-        if pose is None:
+        ahead = any(tokens[j] in _AHEAD for j in near if i < j <= i + 2)
+        if pose is None and not (group == "arms" and ahead):
             for state, j in states.items():
                 ruled = _RULES.get((group, state))
                 if ruled is None:
@@ -166,7 +181,11 @@ def read_poses(
                 and tokens[j] != "with"
                 and tokens[j] not in BODY_PARTS
                 and tokens[j] not in LEG_SIDES
-                and not _manner_word(tokens[j])
+                and (
+                    tokens[j] in POSE_STATES
+                    or _describes(tokens, j)
+                    or (group == "arms" and tokens[j] in _AHEAD)
+                )
             ):
                 span.append(j)
                 j += 1
@@ -177,7 +196,7 @@ def read_poses(
                 and i > 0
                 and not taken[i - 1]
                 and tokens[i - 1] not in _JOINERS
-                and not _manner_word(tokens[i - 1])
+                and (tokens[i - 1] in POSE_STATES or not _manner_word(tokens[i - 1]))
             ):
                 span.insert(0, i - 1)
             if len(span) == 1:

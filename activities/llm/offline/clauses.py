@@ -15,6 +15,7 @@ from activities.llm.offline.body_lexicon import (
     BODY_PARTS,
     LEAN_VERBS,
     POSE_PHRASES,
+    POSE_STATES,
     POSE_TAILS,
     POSE_VERBS,
 )
@@ -45,7 +46,7 @@ from activities.llm.offline.lexicon import (
 )
 from activities.llm.offline.quantities import Quantity, bare_number, find
 from activities.llm.offline.refusals import NotExpressible
-from activities.llm.offline.steps import Found, Step, build_steps
+from activities.llm.offline.steps import Found, Step, build_steps, lean_degree
 from activities.llm.offline.tokens import CLAUSE, Phrases, is_number, lemma
 from activities.llm.offline.units import COUNT_WORDS
 
@@ -89,10 +90,12 @@ class Clause:
     # named in the refusal when it names none (a word alone never refuses an intent).
     unknown: list[str] = field(default_factory=list)
 
+    angle: float | None = None  # a lean's angle said in words ("a lot", "slightly")
+
     def as_step(self) -> Step:
         """This clause as a step of its own: being still, or holding a pose."""
         core = "pose" if self.poses else "stop"
-        return Step(core, self.qualifiers, poses=self.poses)
+        return Step(core, self.qualifiers, poses=self.poses, angle=self.angle)
 
 
 def _free(taken: list[bool], i: int, end: int) -> bool:
@@ -238,6 +241,17 @@ def _adjective(tok: str) -> bool:
     return not known
 
 
+# Words that grade the word after them ("very slowly", "fairly quickly", "slightly forward").
+DEGREE = words(
+    "very extremely really super incredibly insanely fairly quite somewhat rather pretty "
+    "moderately reasonably slightly too so"
+)
+
+
+def _graded(tok: str) -> bool:
+    return tok in SPEED_WORDS or tok in POSE_STATES or tok in DIRECTIONS
+
+
 # Words that negate the behaviour after them ("do not flip", "never spin", "no spinning").
 NEGATORS = frozenset({"not", "never", "no", "nor"})
 
@@ -298,6 +312,8 @@ def _words(tokens: list[str], taken: list[bool], f: Found) -> list[str]:
             f.unmeasured.append(tok)
         elif tok == "and":
             f.ands.append(i)
+        elif tok in DEGREE and i + 1 < len(tokens) and _graded(tokens[i + 1]):
+            continue  # "extremely fast", "slightly bent": read with the word it grades
         elif tok in STYLE:
             f.unmeasured.append(tok)
         elif tok in FILLER:
@@ -342,6 +358,7 @@ def read_clause(tokens: list[str]) -> Clause:
     clause.steps = build_steps(tokens, f, quantities)
     clause.qualifiers = frozenset(f.qualifiers)
     clause.poses = tuple(f.poses)
+    clause.angle = lean_degree(tokens, clause.poses)
     clause.count = f.counts[0] if f.counts else None
     clause.repeat = f.repeat
     if not clause.steps:

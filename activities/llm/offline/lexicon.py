@@ -437,7 +437,7 @@ KEEP = words("keep keeps continue continues continuing keeps")
 FILLER = words(
     """
     a an the to and of in on at as with its it itself his her their while please should must
-    onto into toward towards across
+    onto into toward towards across lot
     learn make let try be is are can could will would so that possible way manner do does doing
     perform performing keep keeping stay staying remain remaining hold holding robot agent policy
     body cheetah halfcheetah half ant hopper walker walker2d humanoid swimmer reacher

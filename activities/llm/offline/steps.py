@@ -98,6 +98,10 @@ _ANGLE_CORES = frozenset({"turn", "spin", "pose", "rear_up", "flip"})
 _COUNTED = frozenset({"jump", "flip", "roll", "spin", "turn", "squat", "sit", "lie", "stand"})
 _JUMP_WORDS = frozenset({"high", "higher", "highest", "height", "air", "vertically"})
 _REACH_WORDS = frozenset({"target", "goal", "fingertip"})
+# A lean of a little or a lot, in radians (the plain lean is 0.35 rad, poses.LEAN).
+LEAN_LITTLE, LEAN_MUCH = 0.2, 0.6
+_LITTLE = frozenset({"slightly", "little", "bit", "gently", "subtly", "barely"})
+_MUCH = frozenset({"lot", "far", "deeply", "strongly", "steeply", "sharply", "heavily"})
 # Verbs that name no gait of their own when another behaviour is named beside them.
 _WEAK_VERBS = frozenset({"go", "move", "travel", "proceed"})
 _POLE_WORDS = frozenset({"pole", "poles", "pendulum", "link", "links"})
@@ -199,6 +203,18 @@ def _resolve(cores: list[tuple[int, str, str]], f: Found, quantities: list[Quant
     return out
 
 
+def lean_degree(tokens: list[str] | tuple[str, ...], poses: tuple[str, ...]) -> float | None:
+    """ "Lean slightly", "lean back a lot": how far a lean goes where no angle is stated."""
+    if not any(p.startswith("lean_") for p in poses):
+        return None
+    said = set(tokens)
+    if said & _LITTLE:
+        return LEAN_LITTLE
+    if said & _MUCH:
+        return LEAN_MUCH
+    return None
+
+
 def build_steps(tokens: list[str], f: Found, quantities: list[Quantity]) -> list[Step]:
     """The step(s) of a clause; [] when it names no behaviour."""
     cores = _resolve(_cores(f, quantities), f, quantities)
@@ -256,6 +272,8 @@ def _step(core_at: tuple[int, str, str], f: Found, quantities: list[Quantity], t
         poses = tuple(p for p in poses if p != "knee_up")
         fields["qualifiers"] = fields["qualifiers"] | {"high_knees"}
     fields["poses"] = poses
+    if lean_degree(tokens, poses) is not None:
+        fields["angle"] = lean_degree(tokens, poses)
     fields["natural"] = f.natural
     fields["quick"] = "max" in f.speeds
     fields["repeat"] = f.repeat or any(k < at for k in f.keeps) and core in ("jump", "spin")

@@ -262,3 +262,24 @@ def test_a_prompt_that_only_says_what_not_to_do_is_refused_saying_so():
     with pytest.raises(NotExpressible) as info:
         read("do not flip")
     assert "it only says what not to do ('not flip')" in str(info.value)
+
+
+def test_degree_words_are_read_with_the_word_they_grade():
+    assert read("run forward extremely fast").unmeasured == ()
+    assert read("walk forward fairly quickly").steps[0].speed == "max"
+    assert read("lean forward slightly while standing").steps[0].angle == pytest.approx(0.2)
+    assert read("lean back a lot").steps[0].angle == pytest.approx(0.6)
+    assert read("lean forward 30 degrees").steps[0].angle == pytest.approx(0.5236, abs=1e-4)
+
+
+def test_a_part_held_in_a_way_no_pose_measures_is_listed_not_misread():
+    # Arms held out in front are not arms out to the sides; straight legs are not a straight
+    # line of travel.
+    parsed = read("walk with its arms extended forward")
+    assert parsed.steps[0].poses == ()
+    assert "arms extended forward (no measure of the arms reads this)" in parsed.unmeasured
+    parsed = read("walk forward with straight legs")
+    assert "straight" not in parsed.steps[0].qualifiers
+    assert "straight legs (no measure of the legs reads this)" in parsed.unmeasured
+    parsed = read("stand with its knees slightly bent")
+    assert parsed.unmeasured == ("knees slightly bent (no measure of the knees reads this)",)
