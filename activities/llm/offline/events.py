@@ -184,6 +184,34 @@ ROLL_BANDS: dict[str, tuple[float, float] | None] = {
 }
 
 
+def _widen(m: Builder, env: str, band: tuple[float, float] | None, what: str) -> None:
+    """SHAPING healthy_z_range `band` where the env would end the episode before the turn."""
+    if band is not None:
+        m.shape(
+            f"{env} ends an episode when its torso leaves {list(lib.facts(env).healthy_z or ())} "
+            f"m: SHAPING healthy_z_range {list(band)} lets it {what}",
+            healthy_z_range=list(band),
+        )
+
+
+def _turned(
+    m: Builder,
+    name: str,
+    said: str,
+    turn: float,
+    d: float,
+    axis: str,
+    term: str = "",
+    label: str = "sideways roll",
+) -> None:
+    """The criterion of a turn about `axis`: 90 % of it, the way `d`, by the episode's end."""
+    m.crit(
+        lib.crit(name, f"turns {turn:.3g} rad {said}", "", round(0.9 * turn, 4), weight=3.0),
+        term or axis,
+        measure=Measure(f"{d:g} * P.total_rotation(ENV, t, '{axis}')", "last", (), "rad", label),
+    )
+
+
 def roll(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
     """Roll over sideways, counted: turn about the torso's forward axis (its accumulated roll,
     SHAPING `until: turn_roll`), then settle."""
@@ -193,14 +221,7 @@ def roll(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
             f"HumanoidStandup); {plan.env} "
             + ("moves in a vertical plane" if lib.facts(plan.env).locomotion else "cannot")
         )
-    band = ROLL_BANDS[plan.env]
-    if band is not None:
-        m.shape(
-            f"{plan.env} ends an episode when its torso leaves "
-            f"{list(lib.facts(plan.env).healthy_z or ())} m: SHAPING healthy_z_range "
-            f"{list(band)} lets it roll onto its side",
-            healthy_z_range=list(band),
-        )
+    _widen(m, plan.env, ROLL_BANDS[plan.env], "roll onto its side")
     n = step.count or 1
     d = step.direction
     turn = round(TURN * n, 4)
@@ -226,19 +247,7 @@ def roll(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
         settle = f"P.upright_reward(ENV, info) * {settle}"  # back on its feet
     gated.add(Term("settle", settle, 1.0, TASK, "s_t", "settled after the roll"), (p1,))
     times = f" {n} times" if n > 1 else ""
-    m.crit(
-        lib.crit(
-            "rolls",
-            f"turns {turn:.3g} rad about its forward axis (rolls over{times})",
-            "",
-            round(0.9 * turn, 4),
-            weight=3.0,
-        ),
-        "roll",
-        measure=Measure(
-            f"{d:g} * P.total_rotation(ENV, t, 'roll')", "last", (), "rad", "sideways roll"
-        ),
-    )
+    _turned(m, "rolls", f"about its forward axis (rolls over{times})", turn, d, "roll")
     if plan.env == "Ant-v5":
         m.crit(
             lib.crit("lands_upright", "back on its feet after the roll", "", 0.7, weight=2.0),
@@ -262,12 +271,7 @@ def flip(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
     crouch, launch, band = heights
     if step.height is not None:
         launch = round(b.lay.stand_height + step.height if step.height_rise else step.height, 3)
-    if band is not None:
-        m.shape(
-            f"{plan.env} ends an episode when its torso leaves {list(b.f.healthy_z or ())} m: "
-            f"SHAPING healthy_z_range {list(band)} lets it turn over in training and evaluation",
-            healthy_z_range=list(band),
-        )
+    _widen(m, plan.env, band, "turn over in training and evaluation")
     n = step.count or 1
     d = step.direction
     turn = round(TURN * n, 4)
@@ -333,23 +337,8 @@ def flip(m: Builder, plan: Plan, i: int, step: Step, gated: Gated) -> list[int]:
         (p3,),
     )
     times = f" {n} times" if n > 1 else ""
-    m.crit(
-        lib.crit(
-            "flips",
-            f"turns {turn:.3g} rad {'nose-up' if d > 0 else 'nose-down'} ({way}{times})",
-            "",
-            round(0.9 * turn, 4),
-            weight=3.0,
-        ),
-        "rotate",
-        measure=Measure(
-            f"{d:g} * P.total_rotation(ENV, t, 'pitch')",
-            "last",
-            (),
-            "rad",
-            f"{'nose-up' if d > 0 else 'nose-down'} turn",
-        ),
-    )
+    side = "nose-up" if d > 0 else "nose-down"
+    _turned(m, "flips", f"{side} ({way}{times})", turn, d, "pitch", "rotate", f"{side} turn")
     m.crit(
         lib.crit("lands_upright", "upright at the end, after the turn", "", 0.7, weight=2.0),
         "land_upright",

@@ -11,29 +11,25 @@ Sentences after the first qualify the same behaviour ("Keep the head up.") unles
 
 The expectations are what the English asks for, not what the reader happens to output. A case is
 (env, prompt, expected), with the keys of paraphrases.py, checked by `problems` in
-test_paraphrases.py:
-
-- steps: the cores in order, ">" between steps ("locomotion>stop")
-- dir: the first step's direction (-1 backward / clockwise / right turn / front flip)
-- speed, v, band: the first moving step's speed mode, exact speed (m/s), band (lo, hi)
-- count, height, dur, deadline, angle (degrees), dist: the first step's numbers
-- poses, q: poses and qualifiers every listed one of which some step holds
-- style: phrases ("|" between them) listed as not measured
-- template, crit, shaping: the reward template, criteria and SHAPING keys
-- refuse: a phrase the one-line refusal contains
+test_paraphrases.py.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-Case = tuple[str, str, dict[str, Any]]
-
-HC, HOP, WALK, ANT = "HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5"
-HUM, STANDUP, SWIM, REACH = "Humanoid-v5", "HumanoidStandup-v5", "Swimmer-v5", "Reacher-v5"
-PEND, DOUBLE = "InvertedPendulum-v5", "InvertedDoublePendulum-v5"
-
-LOCO = "locomotion"
+from tests.activities.llm.paraphrases import (
+    ANT,
+    DOUBLE,
+    HC,
+    HOP,
+    HUM,
+    LOCO,
+    PEND,
+    REACH,
+    STANDUP,
+    SWIM,
+    WALK,
+    Case,
+)
 
 BANK: list[Case] = [
     # --- HalfCheetah ------------------------------------------------------------------------
