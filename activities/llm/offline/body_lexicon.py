@@ -45,7 +45,8 @@ POSE_STATES: dict[str, str] = {
     **dict.fromkeys(words("off air"), "off"),
     **dict.fromkeys(words("straight upright vertical erect"), "straight"),
     # The body's line: a level torso ("back flat", "body horizontal"); arms held level are out.
-    **dict.fromkeys(words("level flat horizontal horizontally even"), "level"),
+    **dict.fromkeys(words("level flat even"), "level"),
+    **dict.fromkeys(words("horizontal horizontally"), "horizontal"),
     **dict.fromkeys(words("tall"), "tall"),
 }
 # Which legs: "rear legs", "one leg".
@@ -73,8 +74,8 @@ POSE_GROUPS: dict[str, str] = {
     "head_up": "head", "knee_up": "knee", "wide_stance": "legs", "narrow_stance": "legs",
     "rear_feet_up": "legs", "front_feet_up": "legs", "one_foot": "legs", "upright": "torso",
     "stand_left": "legs", "stand_right": "legs", "torso_low": "torso", "torso_tall": "torso",
-    "level": "torso", "front_left_foot_up": "legs", "front_right_foot_up": "legs",
-    "back_left_foot_up": "legs", "back_right_foot_up": "legs",
+    "level": "torso", "horizontal": "torso", "front_left_foot_up": "legs",
+    "front_right_foot_up": "legs", "back_left_foot_up": "legs", "back_right_foot_up": "legs",
     "high_knees": "knee",
     "lean_forward": "torso", "lean_back": "torso", "lean_left": "torso", "lean_right": "torso",
 }  # fmt: skip
@@ -140,9 +141,9 @@ POSE_PHRASES: dict[str, str] = {
     **table(
         "level",
         "keep its back flat | back flat | flat back | body level | torso level | keep the body "
-        "level | keep its body level | keep the torso level | keep its torso level | body "
-        "horizontal | torso horizontal",
+        "level | keep its body level | keep the torso level | keep its torso level",
     ),
+    **table("horizontal", "body horizontal | torso horizontal | horizontal body"),
     **table("narrow_stance", "feet together | legs together | a narrow stance | narrow stance"),
     **table(
         "head_down",

@@ -52,6 +52,8 @@ _RULES: dict[tuple[str, str], str] = {
     ("torso", "down"): "torso_low",
     ("torso", "tall"): "torso_tall",
     ("torso", "level"): "level",
+    ("torso", "horizontal"): "horizontal",
+    ("arms", "horizontal"): "arms_out",
     ("arms", "level"): "arms_out",
 }
 _LEG_RULES: dict[str, str] = {"rear": "rear_feet_up", "front": "front_feet_up", "one": "one_foot"}

@@ -402,6 +402,16 @@ def _level(env: str) -> list[PoseTerm]:
     ]
 
 
+def _horizontal(env: str) -> list[PoseTerm]:
+    """A horizontal torso: level on a body that stands on all fours; lying down on the others."""
+    if env not in ("Ant-v5", "HalfCheetah-v5"):
+        raise NotExpressible(
+            f"{env} stands with its torso upright: a horizontal torso is lying down (say 'lie "
+            "down'); Ant and HalfCheetah hold theirs level"
+        )
+    return _level(env)
+
+
 def _ant_foot_up(env: str, foot: str) -> list[PoseTerm]:
     """One named foot of four held up; the body upright on the other three."""
     if env != "Ant-v5":
@@ -486,6 +496,7 @@ POSES: dict[str, Callable[[str, float | None], list[PoseTerm]]] = {
     "torso_low": lambda env, _: _torso_height(env, True),
     "torso_tall": lambda env, _: _torso_height(env, False),
     "level": lambda env, _: _level(env),
+    "horizontal": lambda env, _: _horizontal(env),
     **{
         f"{f}_up": (lambda env, _, f=f: _ant_foot_up(env, f))  # type: ignore[misc]
         for f in ANT_FEET

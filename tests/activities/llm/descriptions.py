@@ -373,7 +373,11 @@ BANK: list[Case] = [
      {"steps": "roll", "count": 2, "dir": -1, "crit": "rolls"}),
     (ANT, "Spin around twice on the spot. Then stop and stand still.",
      {"steps": "spin>stop", "count": 2, "shaping": "phases"}),
+    (ANT, "Walk forward with the body horizontal. Go slowly.",
+     {"steps": LOCO, "poses": "horizontal", "speed": "slow"}),
     # --- refusals
+    (HUM, "Walk forward with your torso horizontal, like a table.",
+     {"refuse": "a horizontal torso is lying down"}),
     (SWIM, "Swim forward. Then jump out of the water.", {"refuse": "jump"}),
     (HOP, "Hop forward. Turn left halfway through.", {"refuse": "turn"}),
 ]  # fmt: skip
