@@ -90,10 +90,21 @@ def spin(b: Builder) -> None:
             "spin",
         )
     if b.has("in_place") | b.has("still"):
-        # Spinning at 3.3 rad/s, an Ant's torso circled 0.3 m off its pivot at 0.93 m/s, where
-        # the bell pays nothing for swaying less (raised to weight 0.75, it still swayed
-        # 0.82-0.96 m/s): paid as much as the spin, and linearly, so every bit less sway pays.
-        still(b, 1.0, linear=True)
+        # Paid apart, a fast spin outbid staying put: an Ant spun at 3.3 rad/s with its torso
+        # circling 0.3 m off its pivot at 0.93 m/s, where the no-travel bell pays nothing (raised
+        # to weight 0.75, it still swayed 0.82-0.96 m/s). The spin pays only as far as the
+        # torso stays put (linearly, to nothing at 1 m/s), and spinning past the rate no more.
+        spin_term = next(t for t in b.terms if t.name == "spin")
+        b.term(
+            "spin",
+            f"{spin_term.call} * P.tolerance(P.speed(ENV, info), 0.0, 0.0, margin=1.0, "
+            "sigmoid='linear', value_at_margin=0.0)",
+            spin_term.weight,
+            TASK,
+            spin_term.latex,
+            f"{spin_term.meaning}, in place",
+        )
+        still(b, 0.5)
     apply_poses(b, 0.5)
     b.upright(0.2, strict=b.has("no_fall"))
     b.falls()

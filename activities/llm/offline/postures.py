@@ -96,15 +96,9 @@ def hold_criterion(
     )
 
 
-def still(b: Builder, weight: float, linear: bool = False) -> None:
-    """A no-travel term and its criterion (mean horizontal speed at most 0.2 m/s); `linear`
-    pays every 0.1 m/s less alike up to 1 m/s, where the bell pays nothing past 0.5 m/s."""
+def still(b: Builder, weight: float) -> None:
+    """A no-travel term and its criterion (mean horizontal speed at most 0.2 m/s)."""
     call = "P.still_reward(ENV, info)"
-    if linear:
-        call = (
-            "P.tolerance(P.speed(ENV, info), 0.0, 0.0, margin=1.0, sigmoid='linear', "
-            "value_at_margin=0.0)"
-        )
     b.term("still", call, weight, QUALIFIER, "s_t", "not travelling")
     b.crit(
         lib.crit(
