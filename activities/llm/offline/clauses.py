@@ -345,6 +345,7 @@ def read_clause(tokens: list[str]) -> Clause:
     f.unmeasured += unread
     if any(p.endswith("_foot_up") and p.count("_") == 3 for p in f.poses):
         f.poses = [p for p in f.poses if p != "one_foot"]  # "on 3 legs, the front left lifted"
+    f.on_feet = _on_feet(tokens)
     unknown = _words(tokens, taken, f)
     if f.pose_verbs and not f.poses:
         # "bend gracefully": a movement of no part the library measures, listed, not refused.
@@ -364,6 +365,23 @@ def read_clause(tokens: list[str]) -> Clause:
     if not clause.steps:
         _no_step_left(f, quantities)
     return clause
+
+
+_CARRIERS = frozenset({"foot", "feet", "leg", "legs", "paw", "paws", "toes", "hooves"})
+
+
+def _on_feet(tokens: list[str]) -> bool:
+    """Whether the clause says what carries the body ("balance on its foot"): then 'balance'
+    is standing, not a pole."""
+    for i, tok in enumerate(tokens):
+        if tok != "on":
+            continue
+        j = i + 1
+        while j < len(tokens) and tokens[j] in ("its", "the", "both", "all", "4", "2", "one"):
+            j += 1
+        if j < len(tokens) and tokens[j] in _CARRIERS:
+            return True
+    return False
 
 
 def _no_step_left(f: Found, quantities: list[Quantity]) -> None:

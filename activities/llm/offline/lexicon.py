@@ -186,7 +186,9 @@ SPEED_PHRASES: dict[str, str] = {
         "at an easy pace | at a leisurely pace | at a gentle pace | at a relaxed pace | at a slow "
         "pace | at walking pace | at a walking pace | at a comfortable pace | at an easy speed | "
         "at a low speed | at low speed | at a slow speed | at a crawl | at a stroll | at an "
-        "unhurried pace | taking its time | without hurrying | without rushing | in no hurry",
+        "unhurried pace | taking its time | without hurrying | without rushing | in no hurry | "
+        "not too fast | not too quickly | do not go too fast | do not go too quickly | do not "
+        "rush | no rushing | do not hurry | not so fast",
     ),
     **table(
         "steady",
@@ -220,7 +222,10 @@ QUALIFIERS: dict[str, str] = {
         "falling over | never falling over | not to topple over | not topple over | without it "
         "tipping over | without it falling over | without them falling | do not let them fall | "
         "do not let them fall over | do not let it tip over | do not let it drop | not let it "
-        "drop | do not drop it | never drop it | without letting it drop",
+        "drop | do not drop it | never drop it | without letting it drop | do not flip onto its "
+        "back | not flip onto its back | without flipping onto its back | do not roll onto its "
+        "back | do not end up on its back | do not trip | not trip | never trip | do not stumble | "
+        "without stumbling",
     ),
     **table(
         "whole_episode",
@@ -249,14 +254,17 @@ QUALIFIERS: dict[str, str] = {
         "same place | on the same spot | in the same spot | staying in the same spot | staying "
         "in place | without leaving its spot | without drifting | without drifting forward or "
         "backward | without drifting forward or backwards | without drifting too far | without "
-        "wandering off | do not wander off | without wandering | without moving off",
+        "wandering off | do not wander off | without wandering | without moving off | stay "
+        "where it is | stay where you are | remain where it is | remain where you are | stay "
+        "right there | stay right where it is",
     ),
     **table(
         "still",
         "and stay still | stay still | stays still | keep still | hold still | remain still | "
         "without moving | motionless | still | stock still | hold it | hold the pose | hold that "
         "pose | hold position | hold its position | stay put | not moving | steady there | keep "
-        "it steady | hold it steady | keep steady | stay steady | hold steady | do not move | do "
+        "it steady | hold it steady | keep steady | stay steady | hold steady | keep pointing at "
+        "it | keep pointing at the target | stay on the target | stay on it | do not move | do "
         "not move at all | not move at all | not to move | without any movement | no moving | "
         "hold the arm steady | hold the arm still | keep the arm still | keep the arm steady | "
         "hold its arm still | hold its arm steady | keep its arm still",
@@ -290,7 +298,8 @@ QUALIFIERS: dict[str, str] = {
         "landing back on its feet | land on both feet | landing on both feet | land on its feet "
         "each time | landing on both feet each time | land on both feet each time | landing on "
         "its feet each time | land safely | landing safely | land it | land upright | landing "
-        "upright | stay upright | stays upright | staying upright | remain upright | stick the "
+        "upright | stay upright | stays upright | staying upright | remain upright | land each "
+        "one | land each of them | land them all | land every one | stick the "
         "landing | sticking the landing | land cleanly | upright | vertical | vertically | with "
         "its torso upright | with a straight back | keeping its back straight | back straight | "
         "with its back straight | straight backed | erect | with an upright torso | with its "
@@ -328,7 +337,9 @@ QUALIFIERS: dict[str, str] = {
     **table(
         "straight",
         "in a straight line | straight ahead | without drifting | without veering | "
-        "without drifting sideways | in a line | along a straight line",
+        "without drifting sideways | in a line | along a straight line | do not drift sideways | "
+        "do not wiggle sideways | do not veer sideways | without veering sideways | without "
+        "sliding sideways | do not slide sideways",
     ),
 }
 
@@ -402,10 +413,11 @@ DETAILS = table(
 )
 STYLE_PHRASES = table(
     "style",
-    "in style | with style | with flair | with ease | with grace | with confidence | with "
-    "swagger | with attitude | with purpose | with gusto | with a bounce in its step | with a "
-    "spring in its step | like a pro | like a champion | like a boss | in a relaxed way | in a "
-    "funny way | for fun | just for fun | to show off",
+    "land softly | land gently | landing softly | landing gently | a soft landing | soft landing "
+    "| land softly each time | in style | with style | with flair | with ease | with grace | with "
+    "confidence | with swagger | with attitude | with purpose | with gusto | with a bounce in its "
+    "step | with a spring in its step | like a pro | like a champion | like a boss | in a relaxed "
+    "way | in a funny way | for fun | just for fun | to show off",
 )
 # Words a core takes beside its own (what they change is read by the composer from the tokens).
 CORE_EXTRAS: dict[str, frozenset[str]] = {

@@ -70,6 +70,7 @@ class Found:
     pose_verbs: list[str] = field(default_factory=list)
     keeps: list[int] = field(default_factory=list)
     ands: list[int] = field(default_factory=list)
+    on_feet: bool = False  # "on its foot", "on all four legs": what carries the body
     # Words no table knows in a verb's place, before a direction ("blorft backward").
     unknown_verbs: list[str] = field(default_factory=list)
 
@@ -169,12 +170,12 @@ def _resolve(cores: list[tuple[int, str, str]], f: Found, quantities: list[Quant
     on_legs = any(p.endswith(("feet_up", "foot_up")) for p in f.poses)
     if (
         "balance" in kinds
-        and (on_one_leg or on_legs)
+        and (on_one_leg or on_legs or f.on_feet)
         and not {w for _, w in f.extras} & _POLE_WORDS
     ):
         # "balance on its left leg": standing on one leg, not a pole; "balance on the front
         # feet with the back legs lifted": holding that pose.
-        held = "stand" if on_one_leg else "pose"
+        held = "pose" if on_legs and not on_one_leg else "stand"
         named = [(a, held if c == "balance" else c, w) for a, c, w in named]
         kinds = {c for _, c, _ in named}
     for big, small in _ABSORBS.items():

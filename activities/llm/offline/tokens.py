@@ -120,9 +120,16 @@ def _numbers(tokens: list[str]) -> list[str]:
         tok = tokens[i]
         nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
         # "one knee", "two poles": which parts, not a count of the behaviour.
-        word = (tok == "one" and nxt in ("of", "after", "another")) or (
-            tok in ("one", "two")
-            and (nxt in BODY_PARTS or nxt in ("pole", "poles", "link", "links"))
+        prev = out[-1] if out else ""
+        # "each one", "that one": a thing pointed at, not a count.
+        pointed = tok == "one" and prev in ("each", "every", "that", "this", "the", "which")
+        word = (
+            pointed
+            or (tok == "one" and nxt in ("of", "after", "another"))
+            or (
+                tok in ("one", "two")
+                and (nxt in BODY_PARTS or nxt in ("pole", "poles", "link", "links"))
+            )
         )
         out.append(_digits(NUMBER_WORDS[tok]) if tok in NUMBER_WORDS and not word else tok)
         i += 1
