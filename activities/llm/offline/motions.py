@@ -92,13 +92,15 @@ def spin(b: Builder) -> None:
     if b.has("in_place") | b.has("still"):
         # Paid apart, a fast spin outbid staying put: an Ant spun at 3.3 rad/s with its torso
         # circling 0.3 m off its pivot at 0.93 m/s, where the no-travel bell pays nothing (raised
-        # to weight 0.75, it still swayed 0.82-0.96 m/s). The spin pays only as far as the
-        # torso stays put (linearly, to nothing at 1 m/s), and spinning past the rate no more.
+        # to weight 0.75, it still swayed 0.82-0.96 m/s). Paid only as far as the torso stayed
+        # put, the spin was never found (standing still, 0.01 rad/s at half the budget). So half
+        # of it is paid for spinning, the other half as far as the torso stays put (linearly,
+        # to nothing at 1 m/s); spinning past the rate pays no more.
         spin_term = next(t for t in b.terms if t.name == "spin")
         b.term(
             "spin",
-            f"{spin_term.call} * P.tolerance(P.speed(ENV, info), 0.0, 0.0, margin=1.0, "
-            "sigmoid='linear', value_at_margin=0.0)",
+            f"{spin_term.call} * (0.5 + 0.5 * P.tolerance(P.speed(ENV, info), 0.0, 0.0, "
+            "margin=1.0, sigmoid='linear', value_at_margin=0.0))",
             spin_term.weight,
             TASK,
             spin_term.latex,
