@@ -10,6 +10,7 @@ be confirmed by a second, independent measurement. Checks (Ant-v5):
   horizontal speed at most 0.2 m/s (second half)
 - spin_ccw: yaw rate at least 1.05 rad/s counter-clockwise, drift at most 0.2 m/s, upright,
   over the whole episode
+- spin_sustained: the same spin, kept up over both halves of the episode, wherever it goes
 """
 
 from __future__ import annotations
@@ -103,10 +104,25 @@ def spin_ccw(e: dict[str, np.ndarray]) -> dict[str, float | bool]:
     }
 
 
+def spin_sustained(e: dict[str, np.ndarray]) -> dict[str, float | bool]:
+    """A spin kept up over the whole episode, wherever it goes."""
+    rate, up = float(np.mean(e["yaw_rate"])), float(np.mean(e["up"]))
+    late = float(np.mean(_late(e["yaw_rate"])))
+    ok = rate >= 1.05 and late >= 1.05 and up >= 0.8 and len(e["z"]) == 1000
+    return {
+        "yaw_rate": rate,
+        "late_yaw_rate": late,
+        "uprightness": up,
+        "steps": len(e["z"]),
+        "ok": ok,
+    }
+
+
 CHECKS: dict[str, Callable[[dict[str, np.ndarray]], dict[str, float | bool]]] = {
     "crawl_low": crawl_low,
     "front_left_up": front_left_up,
     "spin_ccw": spin_ccw,
+    "spin_sustained": spin_sustained,
 }
 
 
