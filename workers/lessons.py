@@ -67,10 +67,16 @@ def _run(args: argparse.Namespace, store: ArtifactStore | None) -> None:
         if not found:
             print("no lessons yet: they are written when sessions finish")
         for env_id, behaviour in found:
-            lesson = lessons.parse(env_id, behaviour, store.get_text(lesson_key(env_id, behaviour)))
+            # Both names come from S3 keys, which anyone who can write the bucket chooses.
+            env, name = shown(env_id, 60), shown(behaviour, 80)
+            try:
+                text = store.get_text(lesson_key(env_id, behaviour))
+                lesson = lessons.parse(env_id, behaviour, text)
+            except Exception as exc:  # a planted or broken page: say so, list the rest
+                print(f"{env:26} {name:40} does not read: {shown(exc, 120)}")
+                continue
             passed = sum(e.passed for e in lesson.entries)
-            name = shown(behaviour)
-            print(f"{env_id:26} {name:40} {len(lesson.entries)} sessions, {passed} passed")
+            print(f"{env:26} {name:40} {len(lesson.entries)} sessions, {passed} passed")
         return
     env_id, behaviour = _key(args)
     key = lesson_key(env_id, behaviour)

@@ -79,3 +79,39 @@ def test_s3_that_cannot_be_reached_is_one_line(monkeypatch):
     message = str(info.value)
     assert message.startswith(f"error: lessons are in S3 at {endpoint}, which answered: ")
     assert "\n" not in message and "AWS_ACCESS_KEY_ID" in message
+
+
+def test_list_shows_planted_key_names_as_text_and_lists_the_rest(s3, capsys):
+    """A key anyone who can write the bucket planted: its escape sequences and look-alike
+    characters are shown as escapes, its page that does not read is said so, and the real
+    lessons are still listed (issue 42)."""
+    store = ArtifactStore()
+    store.ensure_bucket()
+    for key in store.list_keys("lessons/"):
+        store.delete(key)
+    store.put_text("lessons/\x1b[2J\x1b]0;pwned\x07Ant-v5/walk\ufe0f.md", "# not a lesson")
+    broken = LessonRequest(
+        session_id="s-1",
+        prompt="swim forward",
+        env_id="Swimmer-v5",
+        llm_model="offline",
+        status="not_passed",
+        total_timesteps=1000,
+    )
+    key = lessons.record(store, broken)
+    store.put_text(key, store.get_text(key).replace('"session_id"', '"session_id'))
+    req = LessonRequest(
+        session_id="s-2",
+        prompt="hop forward",
+        env_id="Hopper-v5",
+        llm_model="offline",
+        status="not_passed",
+        total_timesteps=1000,
+    )
+    lessons.record(store, req)
+    cmd_lessons(_args("list"), store)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\ufe0f" not in out
+    assert "\\x1b[2J\\x1b]0;pwned\\x07Ant-v5" in out and "walk\\ufe0f" in out
+    assert "does not read" in out
+    assert "Hopper-v5" in out and "1 sessions, 0 passed" in out
