@@ -34,6 +34,7 @@ from activities.sandbox.errors import one_line
 from activities.sandbox.judge_code import JudgeLoadError, check_judgment, judge_budget_s
 from activities.sandbox.limits import SCRATCH_TMPFS
 from activities.sandbox.reward_code import LARGE, MAX_TERM_NAME, MAX_TERMS, RewardLoadError
+from workflows.contracts.shown import shown
 
 log = logging.getLogger(__name__)
 
@@ -358,6 +359,8 @@ class SandboxRewards:
         new = set(names) - self._seen
         if not new:
             return
+        for name in sorted(new):
+            _plain(name, self.filename)
         if len(self._seen) + len(new) > MAX_TERMS:
             raise RewardLoadError(
                 f"{self.filename}: the reward returned more than {MAX_TERMS} distinct term names "
@@ -495,7 +498,20 @@ def _names(raw: Any) -> list[str]:
         raise RewardLoadError("the reward's sandbox answered with a malformed list of terms")
     if not all(isinstance(n, str) and len(n) <= MAX_TERM_NAME for n in raw):
         raise RewardLoadError("the reward's sandbox answered with malformed term names")
+    for name in raw:
+        _plain(name, "the reward")
     return raw
+
+
+def _plain(name: str, filename: str) -> None:
+    """RewardLoadError for a term name that would print as something other than it holds (a
+    lone surrogate breaks the files it is written to; an invisible character makes two names
+    look alike): names are checked once, where they cross from the sandbox."""
+    if not name or shown(name) != name:
+        raise RewardLoadError(
+            f"{filename}: the term name {shown(name, 60)!r} is empty or holds characters that "
+            "print as something else (controls, surrogates, invisible marks); use plain text"
+        )
 
 
 def _count(answer: dict[str, Any], key: str) -> int:

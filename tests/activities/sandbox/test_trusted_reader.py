@@ -260,3 +260,35 @@ def test_the_module_bodies_of_all_instances_share_one_budget(box, monkeypatch):
     with pytest.raises(RewardLoadError, match="running the module for each env took over"):
         for _ in range(10):
             rewards.new_instance()
+
+
+# Names that break a file write (a lone surrogate) or print as another name ("forward" with a
+# variation selector, a Hangul filler, a zero-width joiner): issue 42.
+UNPLAIN_NAMES = ["for\\ud800ward", "forward\\ufe0f", "\\u3164forward", "for\\u200dward", ""]
+DECLARED_NAME = """
+class Named(RewardFunction):
+    terms = ["{name}"]
+
+    def compute(self, obs, action, next_obs, info):
+        return 0.0, {{"{name}": 0.0}}
+"""
+RETURNED_NAME = """
+class Named(RewardFunction):
+    def compute(self, obs, action, next_obs, info):
+        return 0.0, {{"ok": 0.0, "{name}": 0.0}}
+"""
+
+
+@pytest.mark.parametrize(
+    "name", UNPLAIN_NAMES, ids=["surrogate", "selector", "filler", "zwj", "empty"]
+)
+def test_a_term_name_that_is_not_plain_text_is_the_rewards_error(box, name: str):
+    """Refused where it crosses from the sandbox, as the code's fault, whether declared at load
+    or first returned by a call, before training or a file write ever holds it."""
+    with pytest.raises(RewardLoadError, match="print as something else"):
+        SandboxRewards(box, DECLARED_NAME.format(name=name), "reward_fn.py")
+    rewards = SandboxRewards(box, RETURNED_NAME.format(name=name), "reward_fn.py")
+    rid = rewards.new_instance()
+    obs, act, nxt = _columns(1)
+    with pytest.raises(RewardLoadError, match="print as something else"):
+        rewards.score_columns([rid], np.zeros(1, bool), obs, act, nxt, {})
