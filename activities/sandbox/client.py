@@ -441,7 +441,7 @@ class SandboxRewards:
         starts = [bool(t[4].get("_episode_start", False)) for t in batch]
         answer, body = self._score_packed(ids, starts, wire_layout, data)
         with self._reading("scoring"):
-            scored = _decode_scores(answer, body, len(batch))
+            scored = _decode_scores(answer, body, len(batch), frozenset(self._seen))
             self._count_names(name for _, terms in scored for name in terms)
         return scored
 
@@ -474,7 +474,7 @@ class SandboxRewards:
             list(map(int, ids)), [bool(x) for x in starts], layout, data
         )
         with self._reading("scoring"):
-            totals, terms = _decode_columns(answer, body, n)
+            totals, terms = _decode_columns(answer, body, n, frozenset(self._seen))
             self._count_names(terms)
         return totals, terms
 
@@ -532,8 +532,11 @@ def _text(value: Any, key: str, limit: int) -> str:
 
 
 def _decode_scores(
-    answer: dict[str, Any], body: bytes, n: int
+    answer: dict[str, Any], body: bytes, n: int, seen: frozenset[str] = frozenset()
 ) -> list[tuple[float, dict[str, float]]]:
+    """Each row's total and terms; RewardLoadError for anything out of format, and, while the
+    rows are read and before anything is built from them, once the names the run has seen and
+    these rows name pass MAX_TERMS (one array per distinct name would come next)."""
     if len(body) % 8:
         raise RewardLoadError("the reward's sandbox answered with a malformed payload")
     values = np.frombuffer(body, dtype=np.float64)
@@ -551,8 +554,15 @@ def _decode_scores(
     out: list[tuple[float, dict[str, float]]] = []
     flat = values.tolist()
     pos = 0
+    named = set(seen)
     for raw in per_row:
         names = _names(raw)
+        named.update(names)
+        if len(named) > MAX_TERMS:
+            raise RewardLoadError(
+                f"the reward returned more than {MAX_TERMS} distinct term names over the run; "
+                "return the same named terms on every call"
+            )
         if pos + 1 + len(names) > len(flat):
             raise RewardLoadError("the reward's sandbox answered with too few values")
         out.append((flat[pos], dict(zip(names, flat[pos + 1 : pos + 1 + len(names)], strict=True))))
@@ -563,7 +573,7 @@ def _decode_scores(
 
 
 def _decode_columns(
-    answer: dict[str, Any], body: bytes, n: int
+    answer: dict[str, Any], body: bytes, n: int, seen: frozenset[str] = frozenset()
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """`_decode_scores` as arrays: totals (n,), and each term (n,), 0 where a row lacks it."""
     if "names" in answer:
@@ -575,7 +585,7 @@ def _decode_columns(
             raise RewardLoadError("the reward's sandbox answered with non-finite or huge numbers")
         table = values.reshape(n, 1 + len(names))
         return table[:, 0].copy(), {name: table[:, j + 1].copy() for j, name in enumerate(names)}
-    scored = _decode_scores(answer, body, n)
+    scored = _decode_scores(answer, body, n, seen)
     totals = np.array([t for t, _ in scored], dtype=np.float64)
     terms: dict[str, np.ndarray] = {}
     for i, (_, row) in enumerate(scored):

@@ -292,3 +292,33 @@ def test_a_term_name_that_is_not_plain_text_is_the_rewards_error(box, name: str)
     obs, act, nxt = _columns(1)
     with pytest.raises(RewardLoadError, match="print as something else"):
         rewards.score_columns([rid], np.zeros(1, bool), obs, act, nxt, {})
+
+
+NEW_NAMES_EVERY_ROW = """
+class Sprawling(RewardFunction):
+    def __init__(self):
+        self.k = 0
+
+    def compute(self, obs, action, next_obs, info):
+        self.k += 1
+        return 0.0, {f"n{self.k}_{j}": 0.0 for j in range(16)}
+"""
+
+
+def test_a_reply_naming_too_many_terms_is_refused_before_it_is_decoded(box):
+    """16 new names on each of 2,048 rows (under 1 MB on the wire) once cost the runner one
+    array of 2,048 floats per distinct name, half a gigabyte, before the name budget was
+    checked (issue 42): the budget is now counted while the rows are read."""
+    rewards = SandboxRewards(box, NEW_NAMES_EVERY_ROW, "reward_fn.py")
+    n = 2048
+    rids = [rewards.new_instance() for _ in range(1)] * n
+    obs, act, nxt = _columns(n)
+    tracemalloc.start()
+    try:
+        with pytest.raises(RewardLoadError, match=f"more than {MAX_TERMS} distinct term names"):
+            rewards.score_columns(rids, np.zeros(n, bool), obs, act, nxt, {})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    print(f"runner's peak traced memory on the sprawling reply: {peak / 2**20:.1f} MiB")
