@@ -41,6 +41,11 @@ log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 120.0  # numpy import and the layers; slow only on a loaded machine
 LOAD_TIMEOUT_S = 30.0
+# The longest one scoring call may read for, whatever its rows: shorter than the trainer's
+# stall limit (activities/training/activities.py TRAIN_STALL_S, 300 s), so that a reward slow
+# enough to stall training ends here, as the reward's fault with its reason, and goes to the
+# fixer; the stall limit then only catches what is not generated code (issue 42).
+SCORE_READ_MAX_S = 240.0
 # The module body runs once per instance (one per env): all its runs together get this long.
 MODULE_BUDGET_S = 60.0
 STDERR_TAIL_BYTES = 4000
@@ -482,9 +487,21 @@ class SandboxRewards:
         self, ids: list[int], starts: list[bool], layout: list[list[Any]], data: np.ndarray
     ) -> tuple[dict[str, Any], bytes]:
         header = {"op": "score", "ids": ids, "start": starts, "layout": layout}
-        # A whole batch may take the per-call budget for each transition.
+        # A whole batch may take the per-call budget for each transition, up to the cap.
         timeout = max(self.box.call_timeout_s, 2.0 + 1.5 * len(ids) * self._budget_s)
-        return self._call(header, data.tobytes(), timeout_s=timeout)
+        timeout = min(timeout, SCORE_READ_MAX_S)
+        started = time.monotonic()
+        try:
+            return self.box.call(header, data.tobytes(), timeout_s=timeout)
+        except CodeFault as exc:
+            took = time.monotonic() - started
+            if took < timeout:
+                raise RewardLoadError(str(exc)) from None
+            raise RewardLoadError(
+                f"{self.filename}: scoring {len(ids):,} steps took over {timeout:.0f} s "
+                f"({1000 * took / len(ids):.0f} ms a step or more), long enough to stall "
+                "training; keep compute() to a few milliseconds a call"
+            ) from None
 
 
 def _call_budget() -> float:

@@ -75,6 +75,10 @@ def test_the_train_pools_children_end_inside_their_activities():
         assert _s(training.train_timeout_s(timesteps)) <= deadline.inner
         # A hung child is caught by the stall limit long before the run's own limit.
         assert _s(training.TRAIN_STALL_S) < deadline.inner
+    # A reward slow enough to stall training ends first, as the reward's fault (issue 42):
+    # every read of a scoring call is shorter than the stall limit, with room for a progress
+    # line after it.
+    assert sandbox.SCORE_READ_MAX_S + 30 < training.TRAIN_STALL_S
     # Each limit inside the validation child (starting the sandbox, loading the code, one
     # judge_fn call with the sandbox's 30 s on top) is shorter than the child's own.
     assert sandbox.START_TIMEOUT_S < training.VALIDATE_TIMEOUT_S

@@ -43,17 +43,29 @@ def test_check_reward_prints_planted_term_names_literally(tmp_path: Path):
     reward.write_text(
         "def reward_fn(obs, action, next_obs, info):\n"
         "    v = float(info['x_velocity'])\n"
-        "    terms = {'[/]': v, 'wipe\\x1b[2J': 1.0, 'rtl\\u202eDEVORPPA': 0.5,"
-        " ':warning: [bold]b[/bold]': 0.25}\n"
+        "    terms = {'[/]': v, ':warning: [bold]b[/bold]': 0.25}\n"
         "    return sum(terms.values()), terms\n"
     )
     proc = run_cli("check-reward", str(reward), "--env", "HalfCheetah-v5", "--steps", "20")
     assert proc.returncode == 0, proc.stderr
     assert "MarkupError" not in proc.stderr
-    _raw_free(proc.stdout)
     names = [line.split()[0] for line in proc.stdout.splitlines()[3:]]
-    assert names == ["[/]", "wipe\\x1b[2J", "rtl\\u202eDEVORPPA", ":warning:"], proc.stdout
+    assert names == ["[/]", ":warning:"], proc.stdout
     assert "  :warning: [bold]b[/bold] " in proc.stdout
+
+
+def test_check_reward_refuses_a_term_name_that_prints_as_something_else(tmp_path: Path):
+    """A name with a terminal escape or a direction override is the reward's error where it
+    crosses from the sandbox (issue 42); the refusal shows it escaped, in one line."""
+    reward = tmp_path / "reward_fn.py"
+    reward.write_text(
+        "def reward_fn(obs, action, next_obs, info):\n"
+        "    return 1.0, {'ok': 1.0, 'wipe\\x1b[2J': 1.0, 'rtl\\u202eDEVORPPA': 0.5}\n"
+    )
+    proc = run_cli("check-reward", str(reward), "--env", "HalfCheetah-v5", "--steps", "5")
+    line = one_line_error(proc)
+    _raw_free(proc.stdout + proc.stderr)
+    assert "print as something else" in line and "\\x1b[2J" in line, line
 
 
 def test_check_reward_error_quoting_generated_code_is_one_escaped_line(tmp_path: Path):
