@@ -11,6 +11,9 @@ from pathlib import Path
 from workers.dev_record import (
     DevRecord,
     default_state_dir,
+    is_local_url,
+    private_folder,
+    process_command,
     process_start,
     remove_record,
     write_record,
@@ -29,16 +32,36 @@ def services_for(
     them; otherwise (demo) on free ports, with the Web UI on 8233 when that port is free.
     """
     ui_port = settings.ui_port if ui and not port_in_use(settings.ui_port) else None
-    with embedded_services(
-        state_dir,
-        temporal_port=settings.temporal_port if fixed_ports else None,
-        ui_port=ui_port,
-        s3_port=settings.s3_port if fixed_ports else None,
-        bucket=os.environ.get("POLICYFORGE_BUCKET", "policyforge"),
-        start_temporal_server=settings.temporal_address is None,
-        start_s3=settings.s3_endpoint is None,
-    ) as endpoints:
+    try:
+        private_folder(state_dir)
+    except PermissionError as exc:
+        raise SystemExit(f"error: policyforge: state folder {exc}") from None
+    with contextlib.ExitStack() as stack:
+        # What the services create there (temporal.db, logs, S3 data) is this user's alone:
+        # they inherit the mask when they start.
+        with private_umask():
+            endpoints = stack.enter_context(
+                embedded_services(
+                    state_dir,
+                    temporal_port=settings.temporal_port if fixed_ports else None,
+                    ui_port=ui_port,
+                    s3_port=settings.s3_port if fixed_ports else None,
+                    bucket=os.environ.get("POLICYFORGE_BUCKET", "policyforge"),
+                    start_temporal_server=settings.temporal_address is None,
+                    start_s3=settings.s3_endpoint is None,
+                )
+            )
         yield endpoints
+
+
+@contextlib.contextmanager
+def private_umask() -> Iterator[None]:
+    """Files and folders created inside are 0600 and 0700 (and so in processes started)."""
+    before = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(before)
 
 
 def banner(
@@ -113,18 +136,25 @@ def dev_record(
     from activities.artifacts import bucket_name
 
     live = Settings()
+    pid = os.getpid()
     return DevRecord(
-        pid=os.getpid(),
-        pid_start=process_start(os.getpid()),
+        pid=pid,
+        pid_start=process_start(pid),
         temporal_address=endpoints.temporal_address,
         namespace=namespace,
-        ui_url=live.temporal_ui_url,
-        dashboard_url=live.dashboard_url if dashboard else None,
-        s3_endpoint=endpoints.s3_endpoint or None,
+        ui_url=_local(live.temporal_ui_url),
+        dashboard_url=_local(live.dashboard_url) if dashboard else None,
+        s3_endpoint=_local(endpoints.s3_endpoint or None),
         s3_embedded="s3" in embedded,
         bucket=bucket_name(),
         queue_prefix=live.queue_prefix,
+        command=process_command(pid) or (),
     )
+
+
+def _local(url: str | None) -> str | None:
+    """`url` when it is on loopback: readers refuse a record with any other link in it."""
+    return url if url and is_local_url(url) else None
 
 
 def run_dev(settings: Settings, dashboard: bool = True) -> None:

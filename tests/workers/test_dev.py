@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -136,6 +137,10 @@ def test_run_and_status_print_links_that_open(stack: Stack):
     assert f"Dashboard  {stack.url('DASHBOARD')}" in stack.banner
     record = stack.home / ".policyforge" / "dev.json"
     assert f"Record     {record}" in stack.banner and record.exists()
+    # The state folder is this user's alone (issue 42), and so are the record and the database.
+    assert stat.S_IMODE(record.parent.stat().st_mode) == 0o700
+    for private in (record, record.parent / "temporal.db"):
+        assert stat.S_IMODE(private.stat().st_mode) == 0o600, private
 
     result, run = stack.result, stack.run
     assert run.returncode == (0 if result["passed"] else 1), run.stderr

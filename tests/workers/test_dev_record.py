@@ -6,16 +6,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.workers.fake_dev import fake_dev, record_of
 from workers.dev_record import (
     RECORD,
-    DevRecord,
     apply_record,
-    process_start,
     read_record,
     remove_record,
     running_dir,
@@ -31,20 +30,11 @@ def home(tmp_path: Path, monkeypatch) -> Path:
     return tmp_path
 
 
-def _record(**changes: object) -> DevRecord:
-    base = DevRecord(
-        pid=os.getpid(),
-        pid_start=process_start(os.getpid()),
-        temporal_address="127.0.0.1:17433",
-        namespace="default",
-        ui_url="http://localhost:18433",
-        dashboard_url="http://localhost:18634",
-        s3_endpoint="http://127.0.0.1:18333",
-        s3_embedded=True,
-        bucket="policyforge",
-        queue_prefix="policyforge",
-    )
-    return replace(base, **changes)  # type: ignore[arg-type]
+@pytest.fixture
+def dev_pid(tmp_path: Path) -> Iterator[int]:
+    """A live stand-in for `policyforge dev`: a record is read only when it names dev."""
+    with fake_dev(tmp_path) as proc:
+        yield proc.pid
 
 
 def _environ(home: Path, **given: str) -> dict[str, str]:
@@ -54,11 +44,11 @@ def _environ(home: Path, **given: str) -> dict[str, str]:
     return {"HOME": str(home), "TEMPORAL_CONFIG_FILE": str(empty), **given}
 
 
-def test_a_command_without_settings_takes_everything_from_the_record(home: Path):
-    paths = write_record(_record(), home / ".policyforge")
-    assert paths == [home / ".policyforge" / RECORD, running_dir() / f"dev-{os.getpid()}.json"]
+def test_a_command_without_settings_takes_everything_from_the_record(home: Path, dev_pid: int):
+    paths = write_record(record_of(dev_pid), home / ".policyforge")
+    assert paths == [home / ".policyforge" / RECORD, running_dir() / f"dev-{dev_pid}.json"]
     env = _environ(home)
-    assert apply_record(env) == _record()
+    assert apply_record(env) == record_of(dev_pid)
     assert env["TEMPORAL_ADDRESS"] == "127.0.0.1:17433"
     assert env["TEMPORAL_NAMESPACE"] == "default"
     assert env["POLICYFORGE_UI_URL"] == "http://localhost:18433"
@@ -73,8 +63,8 @@ def test_a_command_without_settings_takes_everything_from_the_record(home: Path)
     assert "POLICYFORGE_DASHBOARD_URL" not in ui_env
 
 
-def test_explicit_settings_win(home: Path):
-    write_record(_record(), home / ".policyforge")
+def test_explicit_settings_win(home: Path, dev_pid: int):
+    write_record(record_of(dev_pid), home / ".policyforge")
     env = _environ(home, POLICYFORGE_UI_URL="http://ui.example", AWS_ACCESS_KEY_ID="mine")
     apply_record(env)
     assert env["POLICYFORGE_UI_URL"] == "http://ui.example"
@@ -100,10 +90,12 @@ def test_explicit_settings_win(home: Path):
     assert "POLICYFORGE_BUCKET" not in own_s3 and "AWS_ACCESS_KEY_ID" not in own_s3
 
 
-def test_only_temporal_address_given_finds_a_dev_with_its_own_state_folder(home: Path):
+def test_only_temporal_address_given_finds_a_dev_with_its_own_state_folder(
+    home: Path, dev_pid: int
+):
     # The issue's set-up: dev with its own state folder; the other terminal set only
     # TEMPORAL_ADDRESS (localhost there, 127.0.0.1 in the record: the same server).
-    write_record(_record(), home / "elsewhere")
+    write_record(record_of(dev_pid), home / "elsewhere")
     env = _environ(home, TEMPORAL_ADDRESS="localhost:17433")
     assert apply_record(env) is not None
     assert env["TEMPORAL_ADDRESS"] == "localhost:17433"
@@ -117,31 +109,31 @@ def test_only_temporal_address_given_finds_a_dev_with_its_own_state_folder(home:
     assert pointed["TEMPORAL_ADDRESS"] == "127.0.0.1:17433"
 
 
-def test_a_record_of_a_process_that_is_gone_is_ignored(home: Path):
+def test_a_record_of_a_process_that_is_gone_is_ignored(home: Path, dev_pid: int):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    write_record(_record(pid=gone.pid, pid_start=None), home / ".policyforge")
+    write_record(record_of(dev_pid, pid=gone.pid, pid_start=None), home / ".policyforge")
     assert read_record(home / ".policyforge" / RECORD) is None
     assert apply_record(_environ(home)) is None
     # A live pid that another process took since: its start time differs.
-    write_record(_record(pid_start="1"), home / ".policyforge")
+    write_record(record_of(dev_pid, pid_start="1"), home / ".policyforge")
     assert apply_record(_environ(home)) is None
     # The running list keeps no record of a process that is gone.
     assert not (running_dir() / f"dev-{gone.pid}.json").exists()
 
 
-def test_dev_removes_only_its_own_record(home: Path):
-    paths = write_record(_record(), home / ".policyforge")
-    remove_record(paths, pid=os.getpid() + 1)
+def test_dev_removes_only_its_own_record(home: Path, dev_pid: int):
+    paths = write_record(record_of(dev_pid), home / ".policyforge")
+    remove_record(paths, pid=dev_pid + 1)
     assert all(p.exists() for p in paths)
-    remove_record(paths, pid=os.getpid())
+    remove_record(paths, pid=dev_pid)
     assert not any(p.exists() for p in paths)
 
 
-def test_the_cli_connects_where_the_record_says(home: Path):
+def test_the_cli_connects_where_the_record_says(home: Path, dev_pid: int):
     # Nothing listens at the recorded address: the error names it, so the record was read.
     port = free_port()
-    write_record(_record(temporal_address=f"127.0.0.1:{port}"), home / ".policyforge")
+    write_record(record_of(dev_pid, temporal_address=f"127.0.0.1:{port}"), home / ".policyforge")
     env = {
         k: v
         for k, v in os.environ.items()
