@@ -31,7 +31,7 @@ from activities.training.batched.device import HostLink, resolve_device
 from activities.training.batched.envs import BatchEnvs, Transitions
 from activities.training.batched.normalize import StackedNormalizer
 from activities.training.batched.policy import StackedActorCritic
-from activities.training.batched.shaping import parse
+from activities.training.batched.shaping import Shaping, ShapingError, parse
 from activities.training.presets import SHAPE_FIELDS, PPOPreset
 from activities.training.reward_runtime import ColumnRewards
 
@@ -73,6 +73,21 @@ class Candidate:
     name: str
     rewards: ColumnRewards
     preset: PPOPreset
+
+
+def _shaping(c: Candidate, env_id: str, obs_dim: int, max_steps: int) -> Shaping:
+    """The candidate's SHAPING, parsed as validation parsed it. It came from the reward's
+    sandbox, so one that no longer parses here (a module that builds it differently in each
+    process) is the reward's error, for the fixer, not the trainer's (issue 42)."""
+    try:
+        return parse(getattr(c.rewards, "shaping", None), env_id, obs_dim, max_steps)
+    except ShapingError as exc:
+        from activities.sandbox.reward_code import RewardLoadError
+
+        raise RewardLoadError(
+            f"candidate {c.name}: {exc} (its SHAPING differs from the one validated: build it "
+            "the same way every time the module runs)"
+        ) from None
 
 
 @dataclass
@@ -139,10 +154,7 @@ class BatchedPPO:
         self.act_dim = int(np.prod(self.envs.action_space.shape))
         # Each candidate's shaping (shaping.py): checked here, applied to its envs, and to its
         # policy's observations (scale, dropped inputs zeroed) and actions (scaled).
-        self.shapings = [
-            parse(getattr(c.rewards, "shaping", None), env_id, self.obs_dim, self.envs.max_steps)
-            for c in candidates
-        ]
+        self.shapings = [_shaping(c, env_id, self.obs_dim, self.envs.max_steps) for c in candidates]
         for k, shaping in enumerate(self.shapings):
             self.envs.shape(slice(k * self.e, (k + 1) * self.e), shaping)
         # Phase and clock inputs (phase_clock.py): each candidate's tracked on its own envs, the

@@ -254,3 +254,24 @@ def test_position_shows_the_policy_where_the_body_is_in_training_and_export(tmp_
     env.close()
     ppo.close()
     assert arrays["obs"].shape[1] == ppo.obs_dim
+
+
+# A module whose SHAPING comes out differently when it runs again (validation saw a good one).
+DRIFTING = PHASED.replace(
+    'SHAPING = {\n    "phases": [{"name": "wait", "until": "time", "above": 0.5}, {"name": "go"}],',
+    'SHAPING = {\n    "phases": [{"name": "wait", "until": "spin", "above": 0.5}, {"name": "go"}],',
+)
+
+
+def test_a_shaping_that_no_longer_parses_in_training_is_the_rewards_error():
+    """Issue 42: SHAPING comes from the reward's sandbox; one that fails to parse when training
+    builds its candidates is the reward's error (for the fixer), not the trainer's."""
+    from activities.sandbox.errors import code_error
+    from activities.sandbox.reward_code import RewardLoadError
+
+    assert DRIFTING != PHASED
+    preset = preset_for("HalfCheetah-v5")
+    cands = [Candidate("drifting", _local(DRIFTING), preset)]
+    with pytest.raises(RewardLoadError, match="candidate drifting: SHAPING\\['phases'\\]") as info:
+        BatchedPPO("HalfCheetah-v5", cands, preset.n_steps * preset.n_envs, seed=0)
+    assert code_error(info.value, ("reward_fn.py",)) is not None  # counted as the code's fault
