@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import mimetypes
 import re
 from collections.abc import AsyncIterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
@@ -51,6 +50,29 @@ STAGES = list(Stage.__args__)  # type: ignore[attr-defined]
 # climb out of their S3 folder.
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 _CHUNK = 1 << 20  # bytes per ranged read of a video
+# What an artifact may be served as, by its name's ending: media and data a browser shows but
+# never runs. Anything else (an .html, .js or .svg planted in the bucket would run as script on
+# this origin) is a download.
+_SAFE_MEDIA = {
+    ".mp4": "video/mp4",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".json": "application/json",
+    ".jsonl": "text/plain; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+    ".py": "text/plain; charset=utf-8",  # reward code, its hidden characters escaped
+    ".md": "text/plain; charset=utf-8",
+    ".log": "text/plain; charset=utf-8",
+}
+# On every artifact, whatever its type: no sniffing it into a page, and nothing in it runs or
+# loads if a browser opens it as one all the same.
+_ARTIFACT_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "default-src 'none'; sandbox",
+    "Cache-Control": "private, max-age=60",
+}
 
 
 def plotly_bundle() -> Path:
@@ -64,6 +86,18 @@ def artifact_url(session_id: str, key: str) -> str:
     """The dashboard's address of one of a session's artifacts (an S3 key under its folder)."""
     prefix = f"sessions/{session_id}/"
     return f"/artifacts/{quote(session_id)}/{quote(key.removeprefix(prefix))}"
+
+
+def artifact_headers(path: str) -> dict[str, str]:
+    """The Content-Type and safety headers of an artifact, from the allow-list only."""
+    media = _SAFE_MEDIA.get(PurePosixPath(path).suffix.lower())
+    if media is None:
+        return {
+            **_ARTIFACT_HEADERS,
+            "Content-Type": "application/octet-stream",
+            "Content-Disposition": "attachment",
+        }
+    return {**_ARTIFACT_HEADERS, "Content-Type": media}
 
 
 def _check_id(value: str) -> str:
@@ -233,26 +267,21 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
         size = await blocking(store.size, key)
         if size is None:
             raise HTTPException(404, "no such artifact")
-        media = mimetypes.guess_type(path)[0] or "application/octet-stream"
         if path.endswith(".py"):
             # Generated code a person reads in the browser: a direction override in it would
             # show other code than runs (Trojan Source), so hidden characters come as escapes.
             code = (await blocking(store.get_bytes, key)).decode(errors="replace")
-            return Response(
-                visible(code),
-                media_type="text/plain; charset=utf-8",
-                headers={"Cache-Control": "private, max-age=60"},
-            )
-        headers = {"Accept-Ranges": "bytes", "Cache-Control": "private, max-age=60"}
+            return Response(visible(code), headers=artifact_headers(path))
+        headers = {**artifact_headers(path), "Accept-Ranges": "bytes"}
         wanted = _byte_range(request.headers.get("range"), size)
         if wanted is None:
             headers["Content-Length"] = str(size)
-            return StreamingResponse(_chunks(store, key, size), media_type=media, headers=headers)
+            return StreamingResponse(_chunks(store, key, size), headers=headers)
         start, end = wanted
         end = min(end, start + _CHUNK * 8 - 1)
         data = await blocking(store.get_range, key, start, end)
         headers["Content-Range"] = f"bytes {start}-{start + len(data) - 1}/{size}"
-        return Response(data, status_code=206, media_type=media, headers=headers)
+        return Response(data, status_code=206, headers=headers)
 
     # --- benchmarks ---------------------------------------------------------------------------
 

@@ -6,9 +6,11 @@ rebinding. Anywhere else a token is required (`POLICYFORGE_DASHBOARD_TOKEN`; the
 refuses to start without one): a browser signs in once with it and keeps a session cookie (a
 random id per sign-in that expires, ends at sign-out and when the token changes: see
 `signins.py`); scripts send `Authorization: Bearer <token>`. Wrong tokens, in the form or as a
-bearer, are limited per client address. Every change (the steering buttons, sign-out) is a
-JSON POST, which a cross-site form cannot send, and its Origin, when given, must be this
-dashboard.
+bearer, are limited per client address and per token (all addresses together), each attempt
+counted before its token is compared. Every change (the steering buttons, sign-out) is a JSON
+POST, which a cross-site form cannot send; its Origin (else its Referer), when given, must be
+this dashboard, and so must a sign-in's, so that another site's page cannot spend a browser's
+wrong tokens and lock it out.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from starlette.datastructures import Headers
 from starlette.requests import cookie_parser
 from starlette.types import Scope
 
-from workers.dashboard.signins import Attempts, SignIns
+from workers.dashboard.signins import MAX_WRONG_TOKENS_ALL, Attempts, SignIns
 from workflows.contracts.shown import shown
 
 COOKIE = "policyforge_dashboard"
@@ -31,6 +33,7 @@ MIN_TOKEN_LENGTH = 16
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 Access = Literal["in", "out", "blocked"]  # signed in; not; too many wrong tokens to check
+_ALL = "every address"  # the per-token count's one key
 
 
 class AuthConfigError(ValueError):
@@ -68,7 +71,8 @@ def is_json(content_type: str) -> bool:
 
 
 def client_address(scope: Scope) -> str:
-    """The client's address (uvicorn puts a trusted proxy's X-Forwarded-For here)."""
+    """The client's address (uvicorn puts X-Forwarded-For here only from the proxies named in
+    FORWARDED_ALLOW_IPS: see `server.py`)."""
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
 
@@ -84,7 +88,8 @@ class Gate:
         self.token = token
         self._token_hash = _token_hash(token)
         self.sign_ins = SignIns()
-        self.attempts = Attempts()
+        self.attempts = Attempts()  # per client address
+        self.all_attempts = Attempts(MAX_WRONG_TOKENS_ALL)  # per token
 
     @property
     def needs_sign_in(self) -> bool:
@@ -95,6 +100,23 @@ class Gate:
         check_config("127.0.0.1", token)  # its length (a token is needed here anyway)
         self.token = token
         self._token_hash = _token_hash(token)
+        self.all_attempts = Attempts(MAX_WRONG_TOKENS_ALL)  # guesses at the old one are moot
+
+    def reserve(self, client: str) -> str | None:
+        """Count an attempt from `client` before its token is read or compared, so that
+        concurrent attempts cannot pass the limit (a right token gives it back: `release`).
+        Why it is refused, unchecked and uncounted (None: go on)."""
+        if self.all_attempts.blocked(_ALL):
+            return "too many wrong tokens for this dashboard"
+        if not self.attempts.take(client):
+            return "too many wrong tokens from this address"
+        self.all_attempts.failed(_ALL)
+        return None
+
+    def release(self, client: str) -> None:
+        """The token of `client`'s reserved attempt was right: it is not held against it."""
+        self.attempts.give_back(client)
+        self.all_attempts.give_back(_ALL)
 
     def token_matches(self, given: str) -> bool:
         # Digests of equal length: the comparison's time tells nothing of the token.
@@ -126,11 +148,11 @@ class Gate:
         header = headers.get("authorization", "")
         if header.lower().startswith("bearer "):
             client = client_address(scope)
-            if self.attempts.blocked(client):
+            if self.reserve(client) is not None:
                 return "blocked"
             if self.token_matches(header[7:].strip()):
+                self.release(client)
                 return "in"
-            self.attempts.failed(client)
             return "out"
         cookie = cookie_parser(headers.get("cookie", "")).get(COOKIE, "")
         return "in" if self.sign_ins.valid(cookie, self._token_hash) else "out"
@@ -142,8 +164,9 @@ class Gate:
         return self.origin_refused(headers)
 
     def origin_refused(self, headers: Headers) -> str | None:
-        """Why a request another site's page sent is refused (None: no Origin, or this one)."""
-        origin = headers.get("origin")
+        """Why a request another site's page sent is refused (None: it names no origin, or
+        this one). The Origin says, else the Referer (a browser may leave Origin out)."""
+        origin = headers.get("origin") or headers.get("referer")
         if origin and urlsplit(origin).netloc != headers.get("host", ""):
             return f"origin {shown(origin, 100)} is not this dashboard"
         return None

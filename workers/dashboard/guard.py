@@ -12,6 +12,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import ClientDisconnect
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -40,12 +41,10 @@ class BodyTooLarge(Exception):
     """A request body passed the limit while it was read."""
 
 
-def too_many_wrong_tokens() -> Response:
-    """The answer to an address past its wrong tokens (its token is not compared)."""
+def too_many_wrong_tokens(why: str = "too many wrong tokens from this address") -> Response:
+    """The answer to an attempt past a wrong-token limit (its token is not compared)."""
     return error(
-        429,
-        "too many wrong tokens from this address: try again in a minute",
-        {"Retry-After": str(int(WRONG_TOKEN_WINDOW_S))},
+        429, f"{why}: try again in a minute", {"Retry-After": str(int(WRONG_TOKEN_WINDOW_S))}
     )
 
 
@@ -84,6 +83,10 @@ class Guard:
             if started:
                 raise
             await _too_large()(scope, receive, send)
+        except ClientDisconnect:
+            # Gone before its body was in (or closed at its body's deadline): nobody to answer,
+            # and nothing to log, or a burst of slow bodies would fill the log.
+            pass
 
     def _refusal(self, scope: Scope) -> Response | None:
         """The answer that refuses this request before the app sees it (None: let it in)."""
@@ -105,8 +108,13 @@ class Guard:
                 if path.startswith("/api/") or method not in _SAFE_METHODS:
                     return error(401, "sign in: the dashboard needs its token")
                 return RedirectResponse(f"/login?next={quote(path)}", 303)
-        if method not in _SAFE_METHODS and path != "/login":
-            refused = self.gate.change_allowed(headers)
+        if method not in _SAFE_METHODS:
+            # A sign-in is a form post, but from this dashboard's own page only: another site's
+            # must not spend the browser's wrong tokens (refused before anything is counted).
+            if path == "/login":
+                refused = self.gate.origin_refused(headers)
+            else:
+                refused = self.gate.change_allowed(headers)
             if refused:
                 return error(403, refused)
         return None

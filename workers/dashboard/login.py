@@ -1,5 +1,5 @@
 """Signing in and out: the form, its answer (a new sign-in's cookie, or one more wrong token
-counted against the address) and sign-out, which ends the sign-in on the server."""
+counted against the address and the token) and sign-out, which ends the sign-in on the server."""
 
 from __future__ import annotations
 
@@ -34,8 +34,12 @@ def add_routes(app: FastAPI, gate: Gate, page: Page) -> None:
     @app.post("/login")
     async def login(request: Request) -> Response:
         address = client_address(request.scope)
-        if gate.needs_sign_in and gate.attempts.blocked(address):
-            return too_many_wrong_tokens()  # before the body is read or the token compared
+        if gate.needs_sign_in:
+            # Counted before the body is read: attempts whose bodies all arrive at once were
+            # all let through by a check made here and a count made after the comparison.
+            refused = gate.reserve(address)
+            if refused is not None:
+                return too_many_wrong_tokens(refused)
         # The sign-in form is url-encoded: parsed here (the guard bounds the body), no
         # multipart parser needed.
         form = parse_qs((await request.body()).decode(errors="replace"))
@@ -44,10 +48,10 @@ def add_routes(app: FastAPI, gate: Gate, page: Page) -> None:
         if not gate.needs_sign_in:
             return RedirectResponse(target, 303)
         if not gate.token_matches(token):
-            gate.attempts.failed(address)
             return page(
                 request, "login.html", next=target, error="That token is not this dashboard's."
             )
+        gate.release(address)
         response = RedirectResponse(target, 303)
         # Secure over TLS: uvicorn takes the scheme from X-Forwarded-Proto of a proxy it trusts.
         # The cookie still reaches other ports of this host (cookies ignore ports): it is a

@@ -2,9 +2,10 @@
 
 A sign-in is a random id (the cookie) the server keeps with its expiry and the hash of the
 token it was made with: a stolen cookie stops working when it expires, when its browser signs
-out, or when the token changes, and no cookie says anything about the token. Wrong tokens are
-counted per client address over a sliding window; past the limit, that address's tokens are not
-even compared until the window has moved on.
+out, or when the token changes, and no cookie says anything about the token. Token attempts are
+counted over a sliding window, each one before its token is read (a right token is then given
+back), so concurrent attempts cannot pass the limit; past it, tokens are not even compared until
+the window has moved on.
 
 Both live in this process's memory (one dashboard process; a restart signs everyone out) and
 hold a bounded number of entries, so neither grows with what clients send.
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 SIGN_IN_LIFETIME_S = 12 * 3600
 MAX_SIGN_INS = 1000
 MAX_WRONG_TOKENS = 10  # per client address per window
+# Per token, every address together: a guesser with many addresses meets it, one never does.
+MAX_WRONG_TOKENS_ALL = 100
 WRONG_TOKEN_WINDOW_S = 60.0
 MAX_ADDRESSES = 10_000  # addresses whose wrong tokens are remembered
 
@@ -114,6 +117,20 @@ class Attempts:
             del self._wrong[client]
             return False
         return len(times) >= self.limit
+
+    def take(self, client: str) -> bool:
+        """Count one attempt from `client` before its token is compared (False: no room left,
+        nothing counted). Check and count happen in one step, so no await falls between."""
+        if self.blocked(client):
+            return False
+        self.failed(client)
+        return True
+
+    def give_back(self, client: str) -> None:
+        """Uncount `client`'s newest attempt: its token was right."""
+        times = self._wrong.get(client)
+        if times:
+            times.pop()
 
     def failed(self, client: str) -> None:
         """Count one wrong token from `client`."""

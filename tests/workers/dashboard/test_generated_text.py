@@ -34,6 +34,7 @@ RLO = "\u202e"  # what follows displays right to left: "DEVORPPA" reads "APPROVE
 HOSTILE = f"{CLEAR}{RLO}DEVORPPA"
 SHOWN = "\\x1b[2J\\u202eDEVORPPA"  # what a person must read instead
 LINK = '<a href="https://example.com">x</a>'
+LONG = "W" * 6000  # one word: it stretched the session page to 83,000 px
 
 
 @workflow.defn(name="SessionWorkflow")
@@ -70,7 +71,7 @@ def _plant(store: ArtifactStore, sid: str) -> SessionStatus:
         "criteria": [{**criterion, "direction": "at_least", "score": 0.5, "unit": "m/s"}],
     }
     store.put_text(run + keys.JUDGMENT, json.dumps(judgment))
-    verdict = {"name": f"gait {HOSTILE}", "verdict": "met", "score": 1.0, "reason": HOSTILE}
+    verdict = {"name": f"gait {HOSTILE}", "verdict": "met", "score": 1.0, "reason": HOSTILE + LONG}
     store.put_text(
         run + keys.VISUAL_JUDGMENT,
         json.dumps({"score": 1.0, "verdicts": [verdict], "shown": "video"}),
@@ -90,7 +91,7 @@ def _plant(store: ArtifactStore, sid: str) -> SessionStatus:
     record = IterationRecord(
         iteration=1,
         reward_key=reward,
-        reward_summary=f"summary {HOSTILE}",
+        reward_summary=f"summary {HOSTILE} {LONG}",
         latex=r"r = \text{" + HOSTILE + "}",
         timesteps=6144,
         score=0.5,
@@ -98,7 +99,7 @@ def _plant(store: ArtifactStore, sid: str) -> SessionStatus:
         diagnosis=f"diagnosis {HOSTILE}",
         failure_tags=[HOSTILE],
         best_run=best,
-        changes=HOSTILE,
+        changes=HOSTILE + LONG,
     )
     return SessionStatus(
         session_id=sid,
@@ -210,3 +211,15 @@ async def test_a_term_named_like_a_link_is_text_on_the_chart(planted):
     assert LINK in legends and SHOWN in legends, legends
     assert "Reward terms (mean per step)" in titles
     assert escaped == '&lt;a href="https://example.com"&gt;x&lt;/a&gt;' + SHOWN
+
+
+async def test_a_6000_character_word_wraps_on_the_session_page(planted):
+    base, sid = planted
+    async with chromium_page() as (tab, errors):
+        await tab.goto(f"{base}/sessions/{sid}")
+        assert await tab.locator(f"text={LONG[:100]}").count() > 0  # on the page
+        page_width, window_width = await tab.evaluate(
+            "[document.documentElement.scrollWidth, window.innerWidth]"
+        )
+    assert errors == []
+    assert page_width <= window_width, f"the page is {page_width} px wide in {window_width} px"

@@ -40,6 +40,9 @@ async def test_each_sign_in_gets_its_own_cookie_and_ends_on_its_own(token_served
     assert "httponly" in attributes and "samesite=strict" in attributes
     assert "path=/" in attributes and "max-age=43200" in attributes
     assert "secure" not in attributes  # plain HTTP here: a Secure cookie would never come back
+    # Host-only (no Domain): no other host's page gets it. Cookies ignore ports, so another
+    # port of this host does; it is a random id that expires, never the token.
+    assert not any(a.startswith("domain") for a in attributes)
 
     status, headers, body = await first.post("/logout", b"{}", **JSON)
     assert status == 200 and json.loads(body)["answer"]
@@ -54,9 +57,9 @@ async def test_each_sign_in_gets_its_own_cookie_and_ends_on_its_own(token_served
     await _sign_in(base, NEW_TOKEN)
 
 
-async def test_a_cookie_is_secure_behind_tls(token_dashboard):
-    http = Http(token_dashboard)
-    # uvicorn takes the scheme from a proxy on this machine (its default forwarded_allow_ips).
+async def test_a_cookie_is_secure_behind_tls(proxied_dashboard):
+    http = Http(proxied_dashboard)
+    # uvicorn takes the scheme from the proxy FORWARDED_ALLOW_IPS names (this machine here).
     status, headers, _ = await http.post(
         "/login", f"token={TOKEN}&next=/".encode(), **FORM, **{"X-Forwarded-Proto": "https"}
     )
