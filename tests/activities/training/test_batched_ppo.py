@@ -289,10 +289,11 @@ def test_a_warm_start_that_does_not_fit_keeps_the_fresh_policy_and_says_why(tmp_
     ],
 )
 def test_shaping_that_cannot_apply_is_refused_naming_the_field(shaping: str, field: str):
-    from activities.training.batched.shaping import ShapingError
+    # The reward's error (it came from its sandbox), for the fixer: issue 42.
+    from activities.sandbox.reward_code import RewardLoadError
 
     source = RUN_FORWARD + f"\nSHAPING = {shaping}\n"
-    with pytest.raises(ShapingError, match=field):
+    with pytest.raises(RewardLoadError, match=field):
         BatchedPPO("Hopper-v5", [Candidate("c", _local(source), preset_for("Hopper-v5"))], 512, 0)
 
 
