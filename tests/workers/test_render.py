@@ -218,3 +218,11 @@ def test_a_near_miss_reads_not_passed_with_the_number_and_its_target():
         shown_status
     )
     assert "forward_speed: measured 1.74 m/s against at least 2 m/s: not met" in shown_status
+
+
+def test_an_address_in_generated_text_is_no_link_in_the_web_ui():
+    """GFM makes bare addresses links (issue 42): escaped, they read the same and link nowhere."""
+    planted = "see http://evil.example, HTTPS://x.example, www.evil.example or me@evil.example"
+    shown = shown_markdown(planted)
+    assert not re.search(r"(?i)(https?|mailto):(?<!\\:)|(?<!\\)www\.|(?<!\\)@", shown)
+    assert shown.replace("\\", "") == planted

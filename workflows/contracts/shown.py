@@ -13,6 +13,7 @@ caller's to escape for its own renderer, after this.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 # Unicode categories never shown raw: controls, format characters (direction overrides,
@@ -78,11 +79,15 @@ def _ascii(ch: str) -> str:
 
 
 # What makes markdown of inline text: emphasis, code, links and images, raw HTML, table cells.
-_MARKDOWN = set("\\`*_[]<>!|~")
+_MARKDOWN = set("\\`*_[]<>!|~@")
+_AUTOLINK = re.compile(r"(?i)(?:\b(?:https?|ftp|mailto):|\bwww\.)")
 
 
 def shown_markdown(text: object, limit: int | None = None) -> str:
     """`shown(text, limit)` for a markdown page (the Temporal Web UI's details): its markup
     characters backslash-escaped, so a diagnosis cannot make a link, an image that fetches a
     URL, or a table cell."""
-    return "".join(f"\\{ch}" if ch in _MARKDOWN else ch for ch in shown(text, limit))
+    out = "".join(f"\\{ch}" if ch in _MARKDOWN else ch for ch in shown(text, limit))
+    # A bare address is a link too (GFM autolinks "http://..." and "www..."): an escaped
+    # colon or dot shows the same and links nowhere.
+    return _AUTOLINK.sub(lambda m: m.group(0)[:-1] + "\\" + m.group(0)[-1], out)
