@@ -13,6 +13,21 @@ import os
 from typing import Any
 
 CLONE_THREAD = 0x00010000
+# prctl options the code may use: reading its own state, naming its threads and mappings. Not
+# PR_SET_PDEATHSIG (clearing it lets the sandbox outlive a killed runner), PR_SET_DUMPABLE, or
+# anything else that changes the process (issue 42).
+PRCTL_ALLOWED = (
+    2,  # PR_GET_PDEATHSIG
+    3,  # PR_GET_DUMPABLE
+    15,  # PR_SET_NAME (a thread's name)
+    16,  # PR_GET_NAME
+    21,  # PR_GET_SECCOMP
+    23,  # PR_CAPBSET_READ
+    30,  # PR_GET_TIMERSLACK
+    39,  # PR_GET_NO_NEW_PRIVS
+    42,  # PR_GET_THP_DISABLE
+    0x53564D41,  # PR_SET_VMA (glibc names its anonymous mappings)
+)
 
 ALLOWED = (
     # files and descriptors (paths are confined by Landlock)
@@ -23,7 +38,7 @@ ALLOWED = (
     "pipe2", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait",
     "epoll_pwait", "eventfd2", "getcwd", "chdir", "fchdir", "umask", "mkdir", "mkdirat",
     "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2", "ftruncate", "truncate",
-    "fsync", "fdatasync", "fallocate", "fadvise64", "copy_file_range", "sendfile",
+    "fsync", "fdatasync", "fadvise64", "copy_file_range", "sendfile",
     # Not chmod, chown, utimensat or flock: Landlock does not govern a file's metadata or
     # locks, and the code could change those of files it can name outside its scratch.
     # memory
@@ -38,7 +53,7 @@ ALLOWED = (
     # identity and limits (reading; lowering its own)
     "getpid", "getppid", "gettid", "getuid", "geteuid", "getgid", "getegid", "getgroups",
     "getresuid", "getresgid", "getpgrp", "getpgid", "getsid", "capget", "getrandom", "uname",
-    "sysinfo", "getrlimit", "getrusage", "times", "prctl", "arch_prctl",
+    "sysinfo", "getrlimit", "getrusage", "times", "arch_prctl",
     "exit", "exit_group", "restart_syscall",
 )  # fmt: skip
 
@@ -64,6 +79,11 @@ def install() -> None:
     _rule(flt, allow, "tgkill", sc.Arg(0, sc.EQ, me))
     # Limits of itself only (pid 0), never another process's.
     _rule(flt, allow, "prlimit64", sc.Arg(0, sc.EQ, 0))
+    for option in PRCTL_ALLOWED:
+        _rule(flt, allow, "prctl", sc.Arg(0, sc.EQ, option))
+    # Space for a file only as it grows (mode 0, under RLIMIT_FSIZE): FALLOC_FL_KEEP_SIZE
+    # reserved gigabytes of real disk past the size limit on an inherited file (issue 42).
+    _rule(flt, allow, "fallocate", sc.Arg(1, sc.EQ, 0))
     # Threads yes, processes no: clone without CLONE_THREAD is refused; clone3's flags are out
     # of a filter's reach, so it answers ENOSYS and C libraries fall back to clone.
     _rule(flt, allow, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, CLONE_THREAD))

@@ -363,6 +363,28 @@ def run_case():
     attempt("kill(parent, SIGKILL)", lambda: os.kill(ppid, signal.SIGKILL))
 """
 
+# Issue 42's side doors: clear the parent-death signal (outlive a killed runner), make itself
+# dumpable again, and reserve real disk past the size limit on an inherited file.
+_SIDE_DOORS = r"""
+def _prctl(option, arg=0):
+    r = _lib().prctl(option, arg, 0, 0, 0)
+    if r != 0:
+        raise OSError(ctypes.get_errno(), "prctl %d refused" % option)
+    return r
+
+
+def run_case():
+    attempt("prctl(PR_SET_PDEATHSIG, 0)", lambda: _prctl(1, 0))
+    attempt("prctl(PR_SET_DUMPABLE, 1)", lambda: _prctl(4, 1))
+    attempt("prctl(PR_SET_NAME) is allowed", lambda: _prctl(15, 0), escape=False)
+    for fd in (1, 2):
+        # fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1 GiB)
+        attempt("fallocate keep-size fd %d" % fd, lambda fd=fd: sysc(285, fd, 1, 0, 1 << 30))
+    path = os.environ.get("TMPDIR", "/tmp") + "/big"
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+    attempt("fallocate keep-size in scratch", lambda: sysc(285, fd, 1, 0, 1 << 30))
+"""
+
 _SIGNAL_WORKERS = r"""
 def _sigio(pid):
     r, w = os.pipe()
@@ -848,6 +870,7 @@ CASES: list[Case] = [
     Case("proc_mem", _PROC_MEM),
     Case("own_environ", _OWN_ENVIRON),
     Case("signal_parent", _SIGNAL_PARENT),
+    Case("side_doors", _SIDE_DOORS),
     Case("signal_workers", _SIGNAL_WORKERS),
     Case("signal_broadcast", _SIGNAL_BROADCAST),
     Case("ptrace", _PTRACE),
