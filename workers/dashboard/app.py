@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
+import structlog
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import (
     FileResponse,
@@ -28,6 +29,7 @@ from fastapi.responses import (
 )
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from markupsafe import escape
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -37,8 +39,15 @@ from workers.dashboard import answers, artifacts, benchmarks, formula, login
 from workers.dashboard.answers import JSON, error
 from workers.dashboard.auth import Gate
 from workers.dashboard.guard import Guard
-from workers.dashboard.sessions import FilterError, PromptCache, SessionReader, list_sessions
-from workers.dashboard.text import finalize, visible
+from workers.dashboard.sessions import (
+    FILTERS,
+    FilterError,
+    PromptCache,
+    SessionReader,
+    list_session_page,
+    page_size,
+)
+from workers.dashboard.text import finalize, one_line, visible
 from workers.settings import Settings
 from workflows.contracts.judging import CriterionScore
 from workflows.contracts.session import ENV_IDS, Stage
@@ -49,6 +58,9 @@ STAGES = list(Stage.__args__)  # type: ignore[attr-defined]
 # Ids of sessions and benchmarks: what the CLI and the benchmark generate, nothing that could
 # climb out of their S3 folder.
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
+FILTER_NAMES = tuple(FILTERS)
+# What the list page's address may hold: its filters, the page's cursor and size.
+_LIST_PARAMS = (*FILTER_NAMES, "page", "limit")
 _CHUNK = 1 << 20  # bytes per ranged read of a video
 # What an artifact may be served as, by its name's ending: media and data a browser shows but
 # never runs. Anything else (an .html, .js or .svg planted in the bucket would run as script on
@@ -169,23 +181,23 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
 
     @app.get("/", response_class=HTMLResponse)
     async def session_list(request: Request) -> HTMLResponse:
-        filters = {k: request.query_params.get(k, "") for k in ("stage", "env", "passed", "model")}
+        filters = {k: request.query_params.get(k, "") for k in _LIST_PARAMS}
         return page(request, "sessions.html", filters=filters)
 
     @app.get("/api/sessions")
     async def api_sessions(request: Request) -> JSON:
-        filters = {
-            k: v
-            for k, v in request.query_params.items()
-            if k in ("stage", "env", "passed", "model")
-        }
+        """One page of the list (`limit` rows, `page` the cursor the page before gave)."""
+        query = request.query_params
+        filters = {k: v for k, v in query.items() if k in FILTER_NAMES}
         try:
-            rows = await list_sessions(client, filters, prompts)
+            size = page_size(query.get("limit", ""))
+            listed = await list_session_page(client, filters, prompts, size, query.get("page", ""))
         except FilterError as exc:
             return error(400, exc)
         except RPCError as exc:
             return error(502, answers.temporal_failed(exc, "the session list"))
-        return JSON({"sessions": [r.as_json() for r in rows]})
+        rows = [r.as_json() for r in listed.rows]
+        return JSON({"sessions": rows, "next_page": listed.next_page})
 
     async def session_parts(request: Request, session_id: str) -> dict[str, Any]:
         try:
@@ -208,9 +220,7 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
             "steer": templates.get_template("_session_steer.html").render(context),
         }
         for view in views:
-            parts[f"iter-{view['iteration']}"] = templates.get_template("_iteration.html").render(
-                {**context, "it": view}
-            )
+            parts[f"iter-{view['iteration']}"] = _iteration_part(templates, context, view)
         hashes = {name: _version({name: html}) for name, html in parts.items()}
         return {"parts": parts, "hashes": hashes, "version": _version(parts), "state": state}
 
@@ -314,6 +324,23 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
         return JSON(data)
 
     return app
+
+
+def _iteration_part(
+    templates: Jinja2Templates, context: dict[str, Any], view: dict[str, Any]
+) -> str:
+    """One iteration's part of the page; one that fails to render (a record of a shape no
+    check foresaw) becomes one line, and the rest of the page still shows."""
+    try:
+        return templates.get_template("_iteration.html").render({**context, "it": view})
+    except Exception as exc:  # noqa: BLE001 - never a 500 for one iteration's files
+        structlog.get_logger().exception("dashboard: an iteration did not render", error=str(exc))
+        n = int(view["iteration"])
+        why = escape(one_line(f"{type(exc).__name__}: {exc}"))
+        return (
+            f'<article class="iteration card" id="iteration-{n}"><h2>Iteration {n}</h2>'
+            f'<p class="error">This iteration could not be shown: {why}</p></article>'
+        )
 
 
 def _refused(action: str, session_id: str, exc: steering.SteeringRefused) -> str:

@@ -11,35 +11,80 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
+import structlog
 from botocore.exceptions import ClientError
+from pydantic import BaseModel, ValidationError
 
 from activities.artifacts import ArtifactStore
 from workflows.contracts import keys
+from workflows.contracts.judging import Judgment, VisualJudgment
 from workflows.contracts.session import IterationRecord, SessionStatus
 from workflows.contracts.shown import shown
 
 # Checkpoint videos: the episodes at these return percentiles of each evaluation checkpoint.
 PICKS = ("p10", "median", "p90")
 _LABEL_CHARS = 120  # a curve's name in a chart's legend
+_MAX_TERMS = 64  # term curves on a chart: a planted metrics file could name thousands
+# Names policyforge writes: anything else in a session's folder (anyone who can write the
+# bucket can plant it) is skipped, never parsed. ASCII digits only: "²".isdigit() is True and
+# int("²") fails.
+_NUMBER = re.compile(r"[0-9]{1,12}")
+_RUN = re.compile(r"c[0-9]{1,6}_[^/]*_seed_[0-9]{1,12}")
+_TURN = re.compile(r"turn_([0-9]{1,12})\.json")
 
 
-def _text(store: ArtifactStore, key: str) -> str | None:
+def _number(text: str) -> int | None:
+    """A step, percentile or turn in a key's name; None for a name policyforge never writes."""
+    return int(text) if _NUMBER.fullmatch(text) else None
+
+
+def _name(key: str) -> str:
+    return key.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _bytes(store: ArtifactStore, key: str) -> bytes | None:
     try:
-        return store.get_text(key)
+        return store.get_bytes(key)
     except ClientError:
         return None
 
 
-def _json(store: ArtifactStore, key: str) -> Any:
-    text = _text(store, key)
-    if text is None:
+def _text(store: ArtifactStore, key: str) -> str | None:
+    """An object as text; bytes that are not UTF-8 show as \ufffd rather than failing."""
+    data = _bytes(store, key)
+    return None if data is None else data.decode(errors="replace")
+
+
+def _json(store: ArtifactStore, key: str, unreadable: list[str]) -> Any:
+    """A JSON object's value (None when absent); one that does not parse is named in
+    `unreadable` and reads as None."""
+    data = _bytes(store, key)
+    if data is None:
         return None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return json.loads(data)
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested too deep
+        unreadable.append(_name(key))
+        return None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _model(store: ArtifactStore, key: str, model: type[M], unreadable: list[str]) -> M | None:
+    """A record the templates read field by field: checked against its contract, so that a
+    planted one of the wrong shape is named in `unreadable` instead of failing the page."""
+    data = _bytes(store, key)
+    if data is None:
+        return None
+    try:
+        return model.model_validate_json(data)
+    except ValidationError:  # not UTF-8, not JSON, too deep, or not the contract's shape
+        unreadable.append(_name(key))
         return None
 
 
@@ -49,9 +94,9 @@ def read_scalars(store: ArtifactStore, run_prefix: str) -> list[dict[str, Any]]:
     text = _text(store, run_prefix + keys.SCALARS)
     if text is None:
         steps = [
-            (int(folder.rstrip("/").rsplit("_", 1)[1]), folder)
+            (step, folder)
             for folder in store.list_folders(run_prefix + "checkpoints/")
-            if folder.rstrip("/").rsplit("_", 1)[-1].isdigit()
+            if (step := _number(_name(folder).rsplit("_", 1)[-1])) is not None
         ]
         if not steps:
             return []
@@ -60,8 +105,8 @@ def read_scalars(store: ArtifactStore, run_prefix: str) -> list[dict[str, Any]]:
     for line in text.splitlines():
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut short by a copy mid-write
+        except (ValueError, RecursionError):
+            continue  # a line cut short by a copy mid-write, or not JSON at all
         if isinstance(row, dict):
             rows.append(row)
     return rows
@@ -79,6 +124,8 @@ def curves(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[float | None]
     over timesteps ({"x": [...], <name>: [...]}). Names are the reward's term names, which
     generated code chose: their hidden characters are escaped (the page's script escapes
     Plotly's markup)."""
+    # Rows whose step count is no number (a planted line) have no place on the x axis.
+    rows = [r for r in rows if _finite(r.get("timesteps", 0)) is not None]
     x = [float(r.get("timesteps", 0)) for r in rows]
 
     def series(names: Sequence[str]) -> dict[str, list[float | None]]:
@@ -91,7 +138,7 @@ def curves(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[float | None]
         return out
 
     names = sorted({k for r in rows for k in r})
-    terms = [n for n in names if n.startswith("term_")]
+    terms = [n for n in names if n.startswith("term_")][:_MAX_TERMS]
     losses = [
         n
         for n in ("policy_loss", "value_loss", "entropy_loss", "actor_loss", "critic_loss", "loss")
@@ -119,31 +166,49 @@ def reward_diff(before: str | None, after: str | None) -> list[tuple[str, str]]:
     return out
 
 
-def run_videos(store: ArtifactStore, run_prefix: str) -> dict[str, Any]:
+def _pick_return(picked: Any, pick: str) -> float | None:
+    entry = picked.get(pick) if isinstance(picked, dict) else None
+    return _finite(entry.get("return")) if isinstance(entry, dict) else None
+
+
+def _checkpoint(
+    store: ArtifactStore, folder: str, pct: int, present: set[str], unreadable: list[str]
+) -> dict[str, Any]:
+    """One evaluation checkpoint: its videos, with each pick's return when returns.json says."""
+    summary = _json(store, folder + "returns.json", unreadable)
+    if summary is not None and not isinstance(summary, dict):
+        unreadable.append(_name(folder) + "/returns.json")
+        summary = None
+    summary = summary or {}
+    timesteps = summary.get("timesteps")
+    videos = {
+        pick: {"key": folder + f"{pick}.mp4", "return": _pick_return(summary.get("picked"), pick)}
+        for pick in PICKS
+        if folder + f"{pick}.mp4" in present
+    }
+    return {
+        "pct": pct,
+        "timesteps": timesteps if isinstance(timesteps, int) else None,
+        "videos": videos,
+    }
+
+
+def run_videos(
+    store: ArtifactStore, run_prefix: str, unreadable: list[str] | None = None
+) -> dict[str, Any]:
     """A run's eval video and its evaluation checkpoints' percentile videos with their returns:
-    {"eval": key | None, "checkpoints": [{"pct", "timesteps", "videos": {pick: {key, return}}}]}."""
-    present = set(store.list_keys(run_prefix + "videos/")) | set(
-        store.list_keys(keys.eval_checkpoints_prefix(run_prefix))
-    )
+    {"eval": key | None, "checkpoints": [{"pct", "timesteps", "videos": {pick: {key, return}}}]}.
+    Only the names policyforge writes are looked at; a returns.json that does not parse is
+    named in `unreadable`."""
+    unreadable = [] if unreadable is None else unreadable
+    evals = keys.eval_checkpoints_prefix(run_prefix)
+    present = set(store.list_keys(run_prefix + "videos/")) | set(store.list_keys(evals))
+    pcts = {_number(k[len(evals) :].split("/", 1)[0]) for k in present if k.startswith(evals)}
+    checkpoints = [
+        _checkpoint(store, f"{evals}{pct}/", pct, present, unreadable)
+        for pct in sorted(p for p in pcts if p is not None)
+    ]
     eval_key = run_prefix + keys.VIDEO
-    checkpoints = []
-    pcts = sorted(
-        {
-            int(k[len(keys.eval_checkpoints_prefix(run_prefix)) :].split("/", 1)[0])
-            for k in present
-            if k.startswith(keys.eval_checkpoints_prefix(run_prefix))
-        }
-    )
-    for pct in pcts:
-        folder = f"{keys.eval_checkpoints_prefix(run_prefix)}{pct}/"
-        summary = _json(store, folder + "returns.json") or {}
-        picked = summary.get("picked", {})
-        videos = {
-            pick: {"key": folder + f"{pick}.mp4", "return": picked.get(pick, {}).get("return")}
-            for pick in PICKS
-            if folder + f"{pick}.mp4" in present
-        }
-        checkpoints.append({"pct": pct, "timesteps": summary.get("timesteps"), "videos": videos})
     return {"eval": eval_key if eval_key in present else None, "checkpoints": checkpoints}
 
 
@@ -152,22 +217,41 @@ def run_prefixes(store: ArtifactStore, session_id: str, iteration: int) -> list[
     return [
         folder
         for folder in store.list_folders(keys.iteration_prefix(session_id, iteration))
-        if folder.rstrip("/").rsplit("/", 1)[-1].startswith("c")
-        and "_seed_" in folder.rstrip("/").rsplit("/", 1)[-1]
+        if _RUN.fullmatch(_name(folder))
     ]
 
 
-def judgments(store: ArtifactStore, run_prefix: str) -> dict[str, Any]:
-    """The code judge's judgment and the video judge's verdicts of a run (None when absent),
-    and the synthesizer's closing turn when the judges disagreed."""
-    synthesis = sorted(
-        (k for k in store.list_keys(keys.synthesis_folder(run_prefix)) if "/turn_" in k),
-        key=lambda k: int(k.rsplit("_", 1)[1].split(".")[0]),
-    )
+def judgments(
+    store: ArtifactStore, run_prefix: str, unreadable: list[str] | None = None
+) -> dict[str, Any]:
+    """The code judge's judgment and the video judge's verdicts of a run (None when absent or
+    unreadable, which `unreadable` then names), and how many turns the synthesizer took when
+    the judges disagreed."""
+    unreadable = [] if unreadable is None else unreadable
+    turns = [
+        k for k in store.list_keys(keys.synthesis_folder(run_prefix)) if _TURN.fullmatch(_name(k))
+    ]
     return {
-        "code": _json(store, run_prefix + keys.JUDGMENT),
-        "visual": _json(store, run_prefix + keys.VISUAL_JUDGMENT),
-        "synthesis_turns": len(synthesis),
+        "code": _model(store, run_prefix + keys.JUDGMENT, Judgment, unreadable),
+        "visual": _model(store, run_prefix + keys.VISUAL_JUDGMENT, VisualJudgment, unreadable),
+        "synthesis_turns": len(turns),
+    }
+
+
+def run_view(store: ArtifactStore, prefix: str, best: bool) -> dict[str, Any]:
+    """One training run as its part of the page shows it; `unreadable` names the files that
+    are there but could not be read."""
+    unreadable: list[str] = []
+    summary = _json(store, prefix + keys.SUMMARY, unreadable)
+    return {
+        "prefix": prefix,
+        "name": _name(prefix),
+        "best": best,
+        "curves": curves(read_scalars(store, prefix)),
+        "videos": run_videos(store, prefix, unreadable),
+        "judgments": judgments(store, prefix, unreadable),
+        "summary": summary if isinstance(summary, dict) else None,
+        "unreadable": unreadable,
     }
 
 
@@ -184,19 +268,10 @@ def iteration_view(
     code = _text(store, reward_key)
     prefixes = run_prefixes(store, session_id, iteration)
     best = record.best_run.run_prefix if record else (prefixes[0] if prefixes else None)
-    runs = []
-    for prefix in sorted(prefixes, key=lambda p: (p != best, p)):
-        runs.append(
-            {
-                "prefix": prefix,
-                "name": prefix.rstrip("/").rsplit("/", 1)[-1],
-                "best": prefix == best,
-                "curves": curves(read_scalars(store, prefix)),
-                "videos": run_videos(store, prefix),
-                "judgments": judgments(store, prefix),
-                "summary": _json(store, prefix + keys.SUMMARY),
-            }
-        )
+    runs = [
+        run_view(store, prefix, prefix == best)
+        for prefix in sorted(prefixes, key=lambda p: (p != best, p))
+    ]
     return {
         "iteration": iteration,
         "record": record,
@@ -204,6 +279,24 @@ def iteration_view(
         "code": code,
         "diff": reward_diff(previous_code, code),
         "runs": runs,
+        "error": None,
+    }
+
+
+def _failed_view(
+    iteration: int, record: IterationRecord | None, reward_key: str, exc: Exception
+) -> dict[str, Any]:
+    """An iteration whose files could not be read at all (S3 failing, something unforeseen):
+    one line on the page instead of a failed page."""
+    structlog.get_logger().exception("dashboard: an iteration could not be read", error=str(exc))
+    return {
+        "iteration": iteration,
+        "record": record,
+        "reward_key": reward_key,
+        "code": None,
+        "diff": [],
+        "runs": [],
+        "error": f"{type(exc).__name__}: {exc}",
     }
 
 
@@ -214,7 +307,12 @@ def session_iterations(store: ArtifactStore, status: SessionStatus) -> list[dict
     views = []
     previous: str | None = None
     for n in range(1, last + 1):
-        view = iteration_view(store, status.session_id, n, records.get(n), previous)
+        record = records.get(n)
+        try:
+            view = iteration_view(store, status.session_id, n, record, previous)
+        except Exception as exc:  # noqa: BLE001 - the other iterations still show
+            key = record.reward_key if record else keys.reward_key(status.session_id, n)
+            view = _failed_view(n, record, key, exc)
         previous = view["code"] if view["code"] is not None else previous
         views.append(view)
     return views

@@ -8,6 +8,11 @@ again at every look, which is what makes the pages live.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hmac
+import re
+import secrets
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,7 +37,14 @@ FILTERS: dict[str, SearchAttributeKey[Any]] = {
     "model": search.MODEL,
 }
 _QUERY_TIMEOUT = timedelta(seconds=5)
+_LIST_QUERY_TIMEOUT = timedelta(seconds=2)  # a list row's prompt: the list waits on it
+_ASK_AGAIN_S = 60.0  # before asking an unanswering session its prompt again
 MAX_FILTER_CHARS = 200
+PAGE_SIZE = 50  # sessions on one page of the list
+MAX_PAGE_SIZE = 200
+_MAX_CURSOR_CHARS = 4096  # a page cursor is Temporal's page token, base64: a few hundred bytes
+_CURSOR = re.compile(r"(?:[A-Za-z0-9_-]{4})+(?:[A-Za-z0-9_-]{2}==|[A-Za-z0-9_-]{3}=)?")
+_CURSOR_KEY = secrets.token_bytes(32)  # signs the cursors this process gives out
 
 
 class FilterError(ValueError):
@@ -114,58 +126,131 @@ async def list_sessions(
     ]
     executions.sort(key=lambda e: e.start_time, reverse=True)
     texts = await asyncio.gather(*(prompts.get(client, e) for e in executions))
-    rows = []
-    for execution, prompt in zip(executions, texts, strict=True):
-        best = _attr(execution, search.BEST_SCORE)
-        rows.append(
-            SessionRow(
-                session_id=execution.id,
-                run_id=execution.run_id,
-                workflow_status=_status_name(execution.status),
-                stage=_attr(execution, search.STAGE),
-                env_id=_attr(execution, search.ENV),
-                iteration=_attr(execution, search.ITERATION),
-                best_score=None if best is None or best < 0 else best,
-                passed=_attr(execution, search.PASSED),
-                model=_attr(execution, search.MODEL),
-                prompt=prompt,
-                started=execution.start_time.isoformat(timespec="seconds"),
-                closed=execution.close_time.isoformat(timespec="seconds")
-                if execution.close_time
-                else None,
-                parent=execution.parent_id,
-            )
-        )
-    return rows
+    return [_row(e, prompt) for e, prompt in zip(executions, texts, strict=True)]
+
+
+def _row(execution: WorkflowExecution, prompt: str | None) -> SessionRow:
+    """A list row, from what the visibility list returned for the session."""
+    best = _attr(execution, search.BEST_SCORE)
+    return SessionRow(
+        session_id=execution.id,
+        run_id=execution.run_id,
+        workflow_status=_status_name(execution.status),
+        stage=_attr(execution, search.STAGE),
+        env_id=_attr(execution, search.ENV),
+        iteration=_attr(execution, search.ITERATION),
+        best_score=None if best is None or best < 0 else best,
+        passed=_attr(execution, search.PASSED),
+        model=_attr(execution, search.MODEL),
+        prompt=prompt,
+        started=execution.start_time.isoformat(timespec="seconds"),
+        closed=execution.close_time.isoformat(timespec="seconds") if execution.close_time else None,
+        parent=execution.parent_id,
+    )
+
+
+@dataclass
+class SessionPage:
+    """One page of the session list and the cursor of the next (None: this is the last)."""
+
+    rows: list[SessionRow]
+    next_page: str | None
+
+
+def page_size(raw: str) -> int:
+    """The `limit` a request names (empty: the default), checked."""
+    if not raw:
+        return PAGE_SIZE
+    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE_SIZE:
+        raise FilterError(f"limit: use a whole number from 1 to {MAX_PAGE_SIZE}")
+    return int(raw)
+
+
+def _signature(query: str, token: bytes) -> str:
+    return hmac.new(_CURSOR_KEY, query.encode() + b"\0" + token, "sha256").hexdigest()[:32]
+
+
+def _token(query: str, cursor: str) -> bytes | None:
+    """Temporal's page token from the list's cursor (empty: the first page). Only cursors
+    this process gave out for the same filters pass: a forged token sent to Temporal is an
+    internal error there, retried for seconds, not a refusal."""
+    if not cursor:
+        return None
+    encoded, _, signature = cursor.partition(".")
+    if len(cursor) <= _MAX_CURSOR_CHARS and _CURSOR.fullmatch(encoded):
+        token = base64.urlsafe_b64decode(encoded)
+        if hmac.compare_digest(signature, _signature(query, token)):
+            return token
+    raise FilterError("page: not a page of this list; start from the first page")
+
+
+def _cursor(query: str, token: bytes | None) -> str | None:
+    if not token:
+        return None
+    return base64.urlsafe_b64encode(token).decode("ascii") + "." + _signature(query, token)
+
+
+async def list_session_page(
+    client: Client,
+    filters: dict[str, str],
+    prompts: PromptCache,
+    size: int = PAGE_SIZE,
+    cursor: str = "",
+) -> SessionPage:
+    """One page of sessions in the visibility store's order, which its page token follows:
+    running ones first, newest started first, then closed ones, latest closed first (the dev
+    server's SQLite takes no ORDER BY). One list call per page, the rows read from what it
+    returns (search attributes and memo): nothing asked of each session on every refresh."""
+    query = list_query("SessionWorkflow", filters)
+    listing = client.list_workflows(query, page_size=size, next_page_token=_token(query, cursor))
+    await listing.fetch_next_page()
+    executions = list(listing.current_page or [])
+    texts = await asyncio.gather(*(prompts.get(client, e) for e in executions))
+    rows = [_row(e, prompt) for e, prompt in zip(executions, texts, strict=True)]
+    return SessionPage(rows, _cursor(query, listing.next_page_token))
 
 
 class PromptCache:
     """Each session's prompt, which never changes: from the memo the CLI and the benchmark
-    set, else (a session started another way) from its status query; kept once known."""
+    set, else (a session started another way) from its status query; kept once known. A
+    session whose query goes unanswered (no worker: a stuck session) is asked again only after
+    a while, so that hundreds of them cost each refresh nothing instead of a query's timeout."""
 
     def __init__(self) -> None:
         self._known: dict[str, str] = {}
+        self._unanswered: dict[str, float] = {}  # session id -> when to ask again (monotonic)
 
     async def get(self, client: Client, execution: WorkflowExecution) -> str | None:
         if execution.id in self._known:
             return self._known[execution.id]
-        prompt = None
-        try:
-            prompt = await execution.memo_value("prompt", None, type_hint=str)
-        except Exception:  # noqa: BLE001 - a memo another tool wrote: ask the session
-            prompt = None
+        prompt = await _memo_prompt(execution)
         if prompt is None:
-            from workflows.session import SessionWorkflow
-
-            handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-            try:
-                status = await handle.query(SessionWorkflow.status, rpc_timeout=_QUERY_TIMEOUT)
-                prompt = status.prompt if status else None
-            except Exception:  # noqa: BLE001 - no worker answers yet: try at the next look
-                return None
+            prompt = await self._ask(client, execution)
         if prompt is not None:
             _remember(self._known, execution.id, prompt)
         return prompt
+
+    async def _ask(self, client: Client, execution: WorkflowExecution) -> str | None:
+        from workflows.session import SessionWorkflow
+
+        if self._unanswered.get(execution.id, 0.0) > time.monotonic():
+            return None
+        handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+        try:
+            status = await handle.query(SessionWorkflow.status, rpc_timeout=_LIST_QUERY_TIMEOUT)
+        except Exception:  # noqa: BLE001 - no worker answers yet: try again after a while
+            _remember(self._unanswered, execution.id, time.monotonic() + _ASK_AGAIN_S)
+            return None
+        return status.prompt if status else None
+
+
+async def _memo_prompt(execution: WorkflowExecution) -> str | None:
+    """The prompt in the memo the CLI and the benchmark set (None: none, or not text)."""
+    try:
+        prompt = await execution.memo_value("prompt", None, type_hint=str)
+    except Exception:  # noqa: BLE001 - a memo another tool wrote: ask the session
+        return None
+    return prompt if isinstance(prompt, str) else None
 
 
 _KEEP = 2000  # entries a cache holds before it forgets its oldest

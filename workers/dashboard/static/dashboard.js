@@ -65,6 +65,7 @@ async function refreshList() {
     const data = await response.json();
     if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
     error.hidden = true;
+    showPager(params, data.next_page);
     const body = document.querySelector("#sessions tbody");
     body.replaceChildren();
     if (!data.sessions.length) {
@@ -96,9 +97,25 @@ async function refreshList() {
   }
 }
 
+// Links to the first and the next page of the list, with the same filters.
+function showPager(params, nextPage) {
+  const next = document.getElementById("next-page");
+  const first = document.getElementById("first-page");
+  const at = (page) => {
+    const p = new URLSearchParams(params);
+    if (page) p.set("page", page); else p.delete("page");
+    return `/?${p}`;
+  };
+  next.hidden = !nextPage;
+  if (nextPage) next.href = at(nextPage);
+  first.hidden = !params.get("page");
+  first.href = at("");
+}
+
 function startList() {
   const form = document.getElementById("filters");
   form.addEventListener("change", () => {
+    form.elements.page.value = "";  // other filters: from their first page
     history.replaceState(null, "", `/?${listParams()}`);
     refreshList();
   });
