@@ -166,14 +166,20 @@ class PhaseClock:
         episode's first step)."""
         qpos = np.asarray(data["qpos"], dtype=float).reshape(len(self.phase), -1)
         turned: dict[str, np.ndarray] = {}
+        last = self.last
+        every = last is not None and bool(self.known.all())  # the usual step: all exact
         for key in self.turns:
-            axis, out = TURNS[key], np.zeros(len(self.phase))
+            axis = TURNS[key]
+            if every and last is not None:
+                turned[key] = np.asarray(P.turn_between(self.env_id, last, qpos, axis), float)
+                continue
+            out = np.zeros(len(self.phase))
             if self.last is not None and self.known.any():
                 exact = np.asarray(P.turn_between(self.env_id, self.last, qpos, axis), dtype=float)
                 out[self.known] = exact[self.known]
-            if not self.known.all():  # first steps: only the end-of-step rate is known
-                step = np.asarray(P.rotation_step(self.env_id, data, axis), dtype=float)
-                out[~self.known] = np.broadcast_to(step, out.shape)[~self.known]
+            # First steps: only the end-of-step rate is known.
+            step = np.asarray(P.rotation_step(self.env_id, data, axis), dtype=float)
+            out[~self.known] = np.broadcast_to(step, out.shape)[~self.known]
             turned[key] = out
         self.last, self.known = qpos.copy(), np.ones_like(self.known)
         return turned

@@ -14,6 +14,13 @@ from pathlib import Path
 from workers.dev_record import DevRecord, process_command, process_start
 
 
+def environ(home: Path, **given: str) -> dict[str, str]:
+    """A newcomer's environment: no Temporal, S3 or policyforge settings; no Temporal profile."""
+    empty = home / "temporal.toml"
+    empty.write_text("")
+    return {"HOME": str(home), "TEMPORAL_CONFIG_FILE": str(empty), **given}
+
+
 @contextmanager
 def fake_dev(folder: Path) -> Iterator[subprocess.Popen]:
     """Run the stand-in in `folder` until the block ends."""

@@ -10,12 +10,12 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.workers.fake_dev import fake_dev, record_of
+from tests.workers.fake_dev import environ, record_of
 from workers.dev import private_umask
 from workers.dev_record import (
     RECORD,
@@ -31,27 +31,6 @@ from workers.dev_record import (
     write_record,
 )
 from workers.services import free_port
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch) -> Path:
-    """A home of its own: the default state folder and the running list live under it."""
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return tmp_path
-
-
-@pytest.fixture
-def dev_pid(tmp_path: Path) -> Iterator[int]:
-    """A live process whose command line is `policyforge dev` (the console script)."""
-    with fake_dev(tmp_path) as proc:
-        yield proc.pid
-
-
-def _environ(home: Path, **given: str) -> dict[str, str]:
-    """A newcomer's environment: no Temporal, S3 or policyforge settings; no Temporal profile."""
-    empty = home / "temporal.toml"
-    empty.write_text("")
-    return {"HOME": str(home), "TEMPORAL_CONFIG_FILE": str(empty), **given}
 
 
 def _mode(path: Path) -> int:
@@ -166,9 +145,9 @@ def _assert_ignored(home: Path, path: Path, reason: str, capsys) -> None:
     assert read_record(path) is None
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"policyforge: ignoring {path}: ") and reason in line, line
-    env = _environ(home)
+    env = environ(home)
     assert apply_record(env) is None
-    assert env == _environ(home)
+    assert env == environ(home)
     assert len(capsys.readouterr().err.splitlines()) == 1
 
 
@@ -239,7 +218,7 @@ def test_the_cli_falls_back_to_its_defaults(home: Path, dev_pid: int, command: l
         capture_output=True,
         text=True,
         timeout=60,
-        env={**env, **_environ(home), "POLICYFORGE_TEMPORAL_PORT": str(port)},
+        env={**env, **environ(home), "POLICYFORGE_TEMPORAL_PORT": str(port)},
     )
     assert proc.returncode == 1
     record = home / ".policyforge" / RECORD

@@ -20,6 +20,26 @@ def _args(action: str, env_id: str | None = None, behaviour: str | None = None):
     return argparse.Namespace(action=action, env_id=env_id, behaviour=behaviour)
 
 
+def _request(session_id: str, prompt: str, env_id: str) -> LessonRequest:
+    """A finished, not passed session's lesson request."""
+    return LessonRequest(
+        session_id=session_id,
+        prompt=prompt,
+        env_id=env_id,
+        llm_model="offline",
+        status="not_passed",
+        total_timesteps=1000,
+    )
+
+
+def _empty_store() -> ArtifactStore:
+    store = ArtifactStore()
+    store.ensure_bucket()
+    for key in store.list_keys("lessons/"):
+        store.delete(key)
+    return store
+
+
 def _editor(tmp_path: Path, sed: str) -> str:
     script = tmp_path / "editor.sh"
     script.write_text(f"#!/bin/sh\nsed -i '{sed}' \"$1\"\n")
@@ -28,21 +48,11 @@ def _editor(tmp_path: Path, sed: str) -> str:
 
 
 def test_list_show_edit_delete(s3, tmp_path, monkeypatch, capsys):
-    store = ArtifactStore()
-    store.ensure_bucket()
-    for key in store.list_keys("lessons/"):
-        store.delete(key)
+    store = _empty_store()
     cmd_lessons(_args("list"), store)
     assert "no lessons yet" in capsys.readouterr().out
 
-    req = LessonRequest(
-        session_id="s-1",
-        prompt="swim forward",
-        env_id="Swimmer-v5",
-        llm_model="offline",
-        status="not_passed",
-        total_timesteps=1000,
-    )
+    req = _request("s-1", "swim forward", "Swimmer-v5")
     key = lessons.record(store, req)
     assert key == lesson_key("Swimmer-v5", "swim-forward")
     cmd_lessons(_args("list"), store)
@@ -85,29 +95,12 @@ def test_list_shows_planted_key_names_as_text_and_lists_the_rest(s3, capsys):
     """A key anyone who can write the bucket planted: its escape sequences and look-alike
     characters are shown as escapes, its page that does not read is said so, and the real
     lessons are still listed (issue 42)."""
-    store = ArtifactStore()
-    store.ensure_bucket()
-    for key in store.list_keys("lessons/"):
-        store.delete(key)
+    store = _empty_store()
     store.put_text("lessons/\x1b[2J\x1b]0;pwned\x07Ant-v5/walk\ufe0f.md", "# not a lesson")
-    broken = LessonRequest(
-        session_id="s-1",
-        prompt="swim forward",
-        env_id="Swimmer-v5",
-        llm_model="offline",
-        status="not_passed",
-        total_timesteps=1000,
-    )
+    broken = _request("s-1", "swim forward", "Swimmer-v5")
     key = lessons.record(store, broken)
     store.put_text(key, store.get_text(key).replace('"session_id"', '"session_id'))
-    req = LessonRequest(
-        session_id="s-2",
-        prompt="hop forward",
-        env_id="Hopper-v5",
-        llm_model="offline",
-        status="not_passed",
-        total_timesteps=1000,
-    )
+    req = _request("s-2", "hop forward", "Hopper-v5")
     lessons.record(store, req)
     cmd_lessons(_args("list"), store)
     out = capsys.readouterr().out
