@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -49,12 +50,20 @@ SCORE_READ_MAX_S = 240.0
 # The module body runs once per instance (one per env): all its runs together get this long.
 MODULE_BUDGET_S = 60.0
 STDERR_TAIL_BYTES = 4000
+WHERE_WAIT_S = 2.0  # for a sandbox asked where it is to answer
+STDERR_WAIT_S = 1.0  # for the stderr drain to reach EOF once the sandbox has exited
+_STDERR_CHUNK = 1 << 16
 
 Transition = tuple[int, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
 
 
 class CodeFault(RuntimeError):
-    """Generated code failed, hung, died or answered out of format; one line."""
+    """Generated code failed, hung, died or answered out of format; one line. `where`: the
+    code's file and line it was running when a deadline passed ("" when it did not say)."""
+
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
 
 
 def sandbox_env(scratch: Path) -> dict[str, str]:
@@ -77,6 +86,54 @@ def sandbox_env(scratch: Path) -> dict[str, str]:
     return env
 
 
+class _StderrTail:
+    """The sandbox's stderr pipe, drained by a daemon thread into its last STDERR_TAIL_BYTES:
+    the sandbox never blocks on a full pipe, and this side never holds more than a tail."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+        self._tail = bytearray()
+        self.dropped = 0  # bytes read and let go: all but the tail
+        self._thread = threading.Thread(target=self._drain, name="sandbox-stderr", daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError:
+            os.close(fd)  # undrained, the sandbox would block on its stderr: it gets EPIPE
+            raise
+
+    def _drain(self) -> None:
+        # The thread owns the read end and closes it at EOF: closed from another thread while
+        # a read blocks on it, its number could be reused and read from here.
+        try:
+            while chunk := os.read(self._fd, _STDERR_CHUNK):
+                self._keep(chunk)
+        except OSError:
+            pass
+        finally:
+            os.close(self._fd)
+
+    def _keep(self, chunk: bytes) -> None:
+        with self._lock:
+            self._tail += chunk
+            over = len(self._tail) - STDERR_TAIL_BYTES
+            if over > 0:
+                del self._tail[:over]
+                self.dropped += over
+
+    def finish(self, wait_s: float) -> bool:
+        """Wait up to wait_s for the end of the pipe; whether the drain is over (its end
+        closed). It reads on past that only while a process still holds a write end."""
+        self._thread.join(wait_s)
+        return not self._thread.is_alive()
+
+    def tail(self, wait_s: float = 0.0) -> bytes:
+        """The last bytes written, after waiting up to wait_s for the end of the pipe."""
+        self.finish(wait_s)
+        with self._lock:
+            return bytes(self._tail)
+
+
 class SandboxClient:
     """One sandbox process and its scratch folder (removed on close)."""
 
@@ -93,24 +150,29 @@ class SandboxClient:
         root = os.environ.get("POLICYFORGE_RUN_TMP") or None
         self.scratch = Path(tempfile.mkdtemp(prefix="pf-sandbox-", dir=root))
         self.call_timeout_s = call_timeout_s
-        self._stderr_path = self.scratch / "stderr.txt"
         argv = [sys.executable, "-m", "activities.sandbox.host", "--scratch", str(self.scratch)]
         argv += ["--cpu-s", str(cpu_s), "--memory-mb", str(memory_mb)]
         if probe:
             argv.append("--probe")
-        with self._stderr_path.open("wb") as err:
-            # Our own handle on the file: the code may replace the path with a link or a FIFO
-            # later, the runner still reads what the sandbox wrote.
-            self._stderr_fd = os.open(self._stderr_path, os.O_RDONLY | os.O_CLOEXEC)
+        # stderr is a pipe, drained here: a file on the real disk would be one more file the
+        # code could fill or reserve disk with.
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        try:
             self.proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=err,
+                stderr=write_end,
                 cwd=self.scratch,
                 env=sandbox_env(self.scratch),
                 close_fds=True,
             )
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)  # the sandbox holds the only write end: EOF when it is gone
+        self._stderr = _StderrTail(read_end)
         assert self.proc.stdout is not None and self.proc.stdin is not None
         self._stdin_fd = self.proc.stdin.fileno()
         # Writes have a deadline too (`call`): a sandbox that stopped reading (stopped, wedged)
@@ -145,12 +207,9 @@ class SandboxClient:
         return layers.describe(self.applied, self.missing)
 
     def _stderr_tail(self) -> str:
-        try:
-            size = os.fstat(self._stderr_fd).st_size
-            start = max(size - STDERR_TAIL_BYTES, 0)
-            text = os.pread(self._stderr_fd, size - start, start).decode(errors="replace")
-        except OSError:
-            return ""
+        """The last non-empty line the sandbox wrote to stderr (cut to 300 characters)."""
+        # A moment for the drain to reach the end of the pipe: what a dying process wrote last.
+        text = self._stderr.tail(wait_s=STDERR_WAIT_S).decode(errors="replace")
         lines = [line for line in text.splitlines() if line.strip()]
         return lines[-1][:300] if lines else ""
 
@@ -174,13 +233,25 @@ class SandboxClient:
         try:
             return self._reader.read(timeout_s)
         except TimeoutError:
+            where = self._where_now()
             self.proc.kill()
-            raise CodeFault(f"{what} took longer than {timeout_s:.0f} s") from None
+            at = f" (at {where})" if where else ""
+            raise CodeFault(f"{what} took longer than {timeout_s:.0f} s{at}", where) from None
         except wire.WireError as exc:
             if "closed" in str(exc):
                 raise self._died(what) from None
             self.proc.kill()
             raise CodeFault(f"the sandbox answered out of format while {what}: {exc}") from None
+
+    def _where_now(self) -> str:
+        """The line of generated code the sandbox is running, asked with a signal (its last
+        answer); "" when it does not say within WHERE_WAIT_S."""
+        try:
+            self.proc.send_signal(wire.WHERE_SIGNAL)
+            answer, _ = self._reader.read(WHERE_WAIT_S)
+        except (OSError, TimeoutError, wire.WireError):
+            return ""
+        return one_line(str(answer.get("error", "")), 120)
 
     def call(
         self, header: dict[str, Any], payload: bytes = b"", *, timeout_s: float | None = None
@@ -226,8 +297,8 @@ class SandboxClient:
             self.proc.wait()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-        with contextlib.suppress(OSError):
-            os.close(self._stderr_fd)
+        # The process is gone: the drain reads to EOF and closes its end.
+        self._stderr.finish(STDERR_WAIT_S)
         # Without recursion, links never followed: the code may have left any tree there.
         left = scrub.remove_tree(self.scratch)
         if left:
@@ -497,9 +568,10 @@ class SandboxRewards:
             took = time.monotonic() - started
             if took < timeout:
                 raise RewardLoadError(str(exc)) from None
+            at = f" (it was at {exc.where})" if exc.where else ""
             raise RewardLoadError(
                 f"{self.filename}: scoring {len(ids):,} steps took over {timeout:.0f} s "
-                f"({1000 * took / len(ids):.0f} ms a step or more), long enough to stall "
+                f"({1000 * took / len(ids):.0f} ms a step or more){at}, long enough to stall "
                 "training; keep compute() to a few milliseconds a call"
             ) from None
 

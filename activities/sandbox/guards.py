@@ -8,17 +8,22 @@ writes the result file and ends the process at once).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any, NoReturn
 
 import numpy as np
 
 DEFAULT_CALL_BUDGET_S = 1.0
+# One run of a module body (its definitions, SHAPING, the class's constructor and properties),
+# everything a load or an instance runs together: under the client's 30 s read of the answer
+# (client.LOAD_TIMEOUT_S), so that the overrun is named here, with the code's line.
+DEFAULT_MODULE_BUDGET_S = 20.0
 _generated_files: set[str] = set()
 
 
@@ -55,6 +60,21 @@ def call_budget_s() -> float:
     return budget_from_env("POLICYFORGE_SANDBOX_CALL_S", DEFAULT_CALL_BUDGET_S)
 
 
+def module_budget_s() -> float:
+    """Seconds one load of generated code may take (POLICYFORGE_SANDBOX_MODULE_S overrides)."""
+    return budget_from_env("POLICYFORGE_SANDBOX_MODULE_S", DEFAULT_MODULE_BUDGET_S)
+
+
+def module_budget() -> Budget:
+    """The budget of one load of generated code: its module body and what the load calls."""
+    return Budget(module_budget_s(), "the module body", "keep its top level to definitions")
+
+
+def where(frame: FrameType | None) -> str:
+    """The generated code's file and line a frame is in, or "generated code"."""
+    return _where(frame)
+
+
 def _where(frame: FrameType | None) -> str:
     while frame is not None:
         if frame.f_code.co_filename in _generated_files:
@@ -78,9 +98,15 @@ class Budget:
     _idle_ticks = 0
     _current: tuple[float, Budget] | None = None
 
-    def __init__(self, seconds: float, what: str) -> None:
+    def __init__(
+        self,
+        seconds: float,
+        what: str,
+        hint: str = "an endless loop or far too much work per step",
+    ) -> None:
         self.seconds = seconds
         self.what = what
+        self.hint = hint
         Budget._period = min(Budget._period, seconds / 4)
 
     @staticmethod
@@ -109,7 +135,7 @@ class Budget:
         if time.monotonic() - started > budget.seconds:
             _fatal(
                 f"{_where(frame)}: one call of {budget.what} ran longer than its "
-                f"{budget.seconds:g} s budget (an endless loop or far too much work per step)"
+                f"{budget.seconds:g} s budget ({budget.hint})"
             )
 
     def arm(self) -> None:
@@ -121,6 +147,20 @@ class Budget:
     def disarm(self) -> None:
         """The call returned: nothing is timed until the next arm."""
         Budget._current = None
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """This budget over a block that may run generated code in several calls (a module
+        body, then its class's constructor and properties); inside a block that is already
+        timed, that block's clock goes on."""
+        if Budget._current is not None:
+            yield
+            return
+        self.arm()
+        try:
+            yield
+        finally:
+            self.disarm()
 
 
 atexit.register(lambda: Budget.stop() if Budget._running else None)

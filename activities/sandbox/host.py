@@ -5,7 +5,8 @@
 It imports what generated code may use, confines itself (see `confine.py`), reports which
 layers hold in a first frame, and then answers frames from its client on stdin/stdout (see
 `client.py` for the operations). It refuses to go on when a required layer is missing. Its
-stderr is a file in the scratch folder, which the client reads when the process dies.
+stderr is a pipe that the client drains, keeping the last few KB for the one-line error it
+reports when the process dies (no file on the real disk).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +26,7 @@ import numpy as np
 from activities.sandbox import guards, layers, wire
 from activities.sandbox.confine import confine_sandbox
 from activities.sandbox.errors import code_error, one_line
-from activities.sandbox.judge_code import check_judgment, load_judge
+from activities.sandbox.judge_code import load_judge
 from activities.sandbox.reward_code import LoadedReward, counts_of, load_reward
 
 _FILES: tuple[str, ...] = ()
@@ -61,7 +63,7 @@ class Host:
         self.out = out
         self.rewards: dict[int, LoadedReward] = {}
         self.template: LoadedReward | None = None
-        self.judge: Callable[[dict], Any] | None = None
+        self.judge: Callable[[dict, list[str]], dict[str, Any]] | None = None
         self._next_id = 0
 
     def _add(self, reward: LoadedReward) -> int:
@@ -74,13 +76,17 @@ class Host:
         """Load the reward code; the first instance's id, its latex and its terms."""
         global _FILES
         _FILES = (*_FILES, str(h["filename"]))
-        reward = load_reward(
-            str(h["source"]),
-            str(h["filename"]),
-            strict=bool(h.get("strict", True)),
-            copy_inputs=False,
-            python_layers=bool(h.get("python_layers", True)),
-        )
+        # One budget over the load and, for a vectorized reward, the two fresh instances its
+        # first batch is confirmed on: no module body runs later, inside a scoring call.
+        with guards.module_budget().holding():
+            reward = load_reward(
+                str(h["source"]),
+                str(h["filename"]),
+                strict=bool(h.get("strict", True)),
+                copy_inputs=False,
+                python_layers=bool(h.get("python_layers", True)),
+            )
+            reward.make_spares(2)
         self.template = reward
         answer = {"id": self._add(reward), "latex": reward.latex[:2000], "terms": reward.terms}
         if reward.shaping is not None:
@@ -179,7 +185,7 @@ class Host:
             size = int(np.prod(shape)) * dt.itemsize
             trajectory[name] = np.frombuffer(payload[pos : pos + size], dtype=dt).reshape(shape)
             pos += size
-        judged = check_judgment(self.judge(trajectory), list(h.get("criteria", [])))
+        judged = self.judge(trajectory, [str(c) for c in h.get("criteria", [])])
         return {"judgment": judged}, b""
 
     def serve(self, inp: IO[bytes]) -> None:
@@ -270,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(1)
 
     guards.set_fatal_reporter(fatal)
+    # Asked where it is (its client's deadline passed): the line of generated code running
+    # now, as the last answer, so that the deadline's fault names it.
+    signal.signal(wire.WHERE_SIGNAL, lambda _n, frame: fatal(guards.where(frame)))
     _preload()
     applied, missing = confine_sandbox(args.scratch, cpu_s=args.cpu_s, memory_mb=args.memory_mb)
     refused = layers.refusal(missing)

@@ -44,31 +44,34 @@ def judge_budget_s() -> float:
 
 def load_judge(
     source: str, filename: str = "judge_fn.py", *, python_layers: bool = True
-) -> Callable[[dict], Any]:
+) -> Callable[[dict, list[str]], dict[str, Any]]:
     """judge_fn from generated code, loaded through the Python layers (python_layers=False, for
-    tests only, uses plain exec) and wrapped in its time budget. Called in the sandbox process."""
+    tests only, uses plain exec) inside the module's budget; the function it returns judges a
+    trajectory and checks the judgment against the criteria, both inside judge_fn's budget
+    (reading the answer runs the code's own __float__ and __str__, if it has them). Called in
+    the sandbox process."""
     guards.register_generated_file(filename)
-    try:
-        if python_layers:
-            namespace = exec_untrusted(source, filename, {})
-        else:
-            namespace = {"__name__": "judge_module"}
-            exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - tests only
-    except SandboxViolation as exc:
-        raise JudgeLoadError(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - any failure of generated code is reported
-        raise JudgeLoadError(f"{filename} failed to load: {type(exc).__name__}: {exc}") from None
-    fn = namespace.get("judge_fn")
-    if not callable(fn):
-        raise JudgeLoadError(f"{filename} defines no judge_fn(trajectory)")
+    with guards.module_budget().holding():
+        try:
+            if python_layers:
+                namespace = exec_untrusted(source, filename, {})
+            else:
+                namespace = {"__name__": "judge_module"}
+                exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - tests only
+        except SandboxViolation as exc:
+            raise JudgeLoadError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - any failure of generated code is reported
+            raise JudgeLoadError(
+                f"{filename} failed to load: {type(exc).__name__}: {exc}"
+            ) from None
+        fn = namespace.get("judge_fn")
+        if not callable(fn):
+            raise JudgeLoadError(f"{filename} defines no judge_fn(trajectory)")
     budget = guards.Budget(judge_budget_s(), "judge_fn")
 
-    def judged(trajectory: dict) -> Any:
-        budget.arm()
-        try:
-            return fn(trajectory)
-        finally:
-            budget.disarm()
+    def judged(trajectory: dict, criteria: list[str]) -> dict[str, Any]:
+        with budget.holding():
+            return check_judgment(fn(trajectory), criteria)
 
     return judged
 
@@ -187,4 +190,4 @@ def run_judge(
     source: str, filename: str, trajectory: dict[str, np.ndarray], criteria: list[str]
 ) -> dict[str, Any]:
     """Load judge code and judge one trajectory in this process: a checked judgment."""
-    return check_judgment(load_judge(source, filename)(trajectory), criteria)
+    return load_judge(source, filename)(trajectory, criteria)

@@ -17,9 +17,10 @@ SCRATCH_FILES = 4096
 # Reported among the missing layers where scratch could not be a tmpfs (no mount namespace):
 # not a layer of its own, since the runner's watchdog then measures the folder instead.
 SCRATCH_TMPFS = "scratch-tmpfs"
-FILE_MB = 64  # any one file (RLIMIT_FSIZE), its stderr file included
+FILE_MB = 64  # any one file (RLIMIT_FSIZE); stderr is a pipe the client drains, not a file
 # CPU time the sandbox may use outside its calls (it has none to do there): a fixed slack for
-# start-up and clean-up, plus a share of the time its calls took (a call is timed from the
-# client's first byte of the request to the last of the answer).
+# start-up and clean-up, plus a share of the CPU time its main thread used inside them (a call
+# runs from the client's first byte of the request to the last of the answer). CPU time, not
+# the calls' wall time: code that sleeps in its calls banks nothing to burn between them.
 IDLE_CPU_S = 2.0
 IDLE_CPU_SHARE = 0.1

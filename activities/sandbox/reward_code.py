@@ -13,6 +13,7 @@ stays small and quick to start.
 from __future__ import annotations
 
 import abc
+import contextlib
 import json
 import math
 import re
@@ -110,6 +111,9 @@ class LoadedReward:
         self._next_src: Any = None
         self._next_ro: Any = None
         self.source: str | None = None  # set by load_reward, for clone()
+        # Fresh instances made while loading (inside the module's budget) for the first batch's
+        # confirmation, so that no module body runs inside a scoring call (see `score_rows`).
+        self.spares: list[LoadedReward] = []
         # The module's SHAPING (plain data the trusted side checks and applies), or None.
         self.shaping: Any = None
         self.filename = "<reward>"
@@ -133,6 +137,14 @@ class LoadedReward:
             python_layers=self.python_layers,
         )
 
+    def make_spares(self, n: int) -> None:
+        """Run the module for `n` fresh instances now, for a vectorized reward's confirmation."""
+        if self.vectorized and self.source is not None:
+            self.spares = [self.clone() for _ in range(n)]
+
+    def _fresh(self) -> LoadedReward:
+        return self.spares.pop() if self.spares else self.clone()
+
     def __call__(self, obs, action, next_obs, info) -> tuple[float, dict[str, float]]:
         self.calls += 1
         if self._budget is None:
@@ -149,10 +161,11 @@ class LoadedReward:
         budget = self._budget
         budget.arm()
         try:
-            out = self._compute(*args)
+            # The answer is read inside the budget too: float() and str() of what the code
+            # returned run its own __float__ and __str__, if it has them.
+            return self._check(self._compute(*args))
         finally:
             budget.disarm()
-        return self._check(out)
 
     def score_rows(
         self, obs: Any, action: Any, next_obs: Any, info: dict[str, Any]
@@ -171,7 +184,7 @@ class LoadedReward:
             return None
         n = len(obs)
         confirming = self.vector_ok is None
-        target = self.clone() if confirming else self
+        target = self._fresh() if confirming else self
         try:
             totals, terms = target._batched(obs, action, next_obs, info, n)
         except Exception as exc:  # noqa: BLE001 - any failure of user code is reported
@@ -201,7 +214,7 @@ class LoadedReward:
         terms: dict[str, np.ndarray],
     ) -> str:
         """Why the batch's first rows differ from the same rows scored one by one ("" if not)."""
-        alone = self.clone()
+        alone = self._fresh()
         for i in range(min(len(obs), CONFIRM_ROWS)):
             row = {k: (v[i] if np.ndim(v) > 1 else v[i].item()) for k, v in info.items()}
             try:
@@ -234,13 +247,11 @@ class LoadedReward:
                 guards.readonly_info(info),
             )
         budget = self._batch_budget
-        if budget is not None:
-            budget.arm()
-        try:
-            out = self._compute(*args)
-        finally:
-            if budget is not None:
-                budget.disarm()
+        # Reading the answer runs the code's own hooks (__float__, __array__, __str__): timed too.
+        with budget.holding() if budget is not None else contextlib.nullcontext():
+            return self._batch_answer(self._compute(*args), n)
+
+    def _batch_answer(self, out: Any, n: int) -> tuple[Any, dict[str, Any]]:
         if not (type(out) is tuple and len(out) == 2 and isinstance(out[1], dict)):
             raise RewardLoadError("a batched reward must return (totals, {term: values})")
         if len(out[1]) > MAX_TERMS:
@@ -404,22 +415,25 @@ def load_reward(
     predefined = {"RewardFunction": RewardFunction}
     source = without_own_import(source)
     guards.register_generated_file(filename)
-    try:
-        if guarded and python_layers:
-            namespace = exec_untrusted(source, filename, predefined)
-        else:
-            namespace = {"__name__": "reward_module", **predefined}
-            exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - see the docstring
-    except SandboxViolation as exc:
-        raise RewardLoadError(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - any failure of user code is reported, not raised
-        raise RewardLoadError(f"{filename} failed to load: {_one(exc)}") from None
-
-    reward = _reward_from(
-        namespace, filename, strict=strict, guarded=guarded, copy_inputs=copy_inputs
-    )
+    # The module body, the class's constructor and properties and SHAPING's conversion all
+    # run the code: one budget over them (within a load that is already timed, that one's).
+    budget = guards.module_budget() if guarded else None
+    with budget.holding() if budget is not None else contextlib.nullcontext():
+        try:
+            if guarded and python_layers:
+                namespace = exec_untrusted(source, filename, predefined)
+            else:
+                namespace = {"__name__": "reward_module", **predefined}
+                exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - see docstring
+        except SandboxViolation as exc:
+            raise RewardLoadError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - any failure of user code is reported
+            raise RewardLoadError(f"{filename} failed to load: {_one(exc)}") from None
+        reward = _reward_from(
+            namespace, filename, strict=strict, guarded=guarded, copy_inputs=copy_inputs
+        )
+        reward.shaping = _shaping_data(namespace.get("SHAPING"), filename)
     reward.python_layers = python_layers
-    reward.shaping = _shaping_data(namespace.get("SHAPING"), filename)
     reward.source = source
     reward.filename = filename
     return reward

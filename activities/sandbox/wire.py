@@ -12,6 +12,7 @@ import json
 import math
 import os
 import select
+import signal
 import struct
 import time
 from typing import IO, Any
@@ -22,6 +23,9 @@ MAX_HEADER = 1 << 20
 MAX_PAYLOAD = 16 << 20
 # Containers inside containers in a header: the deepest answer (a judgment's criteria) is 3.
 MAX_DEPTH = 6
+# Sent by the client when its deadline for an answer passed: the sandbox answers with the line
+# of generated code it is running, then exits.
+WHERE_SIGNAL = signal.SIGUSR1
 
 
 class WireError(RuntimeError):

@@ -7,7 +7,7 @@ the literal `CTX` dict; the canary secrets never do (they are what the code trie
 Every case ATTEMPTS escapes and then LEAKS whatever it got through every channel it has:
   - the exception message (from the 3rd call on, when anything was got or any escape worked),
   - the reward's term names (or the judge's diagnosis and failure tags),
-  - print() and writes to fd 1 and 2 (the sandbox's stderr file; its last line reaches the
+  - print() and writes to fd 1 and 2 (the sandbox's stderr pipe; its last line reaches the
     error message when the sandbox dies),
   - files outside its scratch folder (`CTX["escape_paths"]`) and in the run's output folder.
 An operation that must be impossible and still succeeds is recorded with the marker
@@ -823,6 +823,8 @@ def after_leak():
     os._exit(3)
 """
 
+# Links in scratch named as the stderr file the runner once read there (stderr is a pipe now):
+# nothing in scratch is read by the trusted side through a name.
 _STDERR_SYMLINK = r"""
 def run_case():
     cwd = os.getcwd()
@@ -865,6 +867,94 @@ def run_case():
     attempt("os.fork", lambda: os.fork() or child_escape("judge fork"))
 """
 
+_MAPPED_SCRATCH = r"""
+# Files in scratch, each under the per-file limit, mapped and then closed and unlinked: no walk
+# of scratch and no fd shows them, yet they hold their disk until unmapped. mmap through libc:
+# Python's mmap objects keep a copy of the fd. Only one page of each is mapped: the mapped
+# extent says nothing of the file's size.
+MAPPED_FILES = 3
+MAPPED_MB = 40
+
+
+def _map_page(fd):
+    lib = _lib()
+    lib.mmap.restype = ctypes.c_void_p
+    lib.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                         ctypes.c_int, ctypes.c_long)
+    addr = lib.mmap(None, 4096, 3, 1, fd, 0)  # PROT_READ | PROT_WRITE, MAP_SHARED
+    if addr is None or addr == ctypes.c_void_p(-1).value:
+        raise OSError(ctypes.get_errno(), "mmap refused")
+    return addr
+
+
+def _hide(k):
+    name = "mapped-%d" % k
+    with open(name, "wb") as f:
+        chunk = b"\1" * (1 << 20)
+        for _ in range(MAPPED_MB):
+            f.write(chunk)
+    fd = os.open(name, os.O_RDWR)
+    try:
+        _map_page(fd)
+    finally:
+        os.close(fd)
+    os.unlink(name)
+    return name
+
+
+def run_case():
+    for k in range(MAPPED_FILES):
+        attempt("hide %d MB mapped" % MAPPED_MB, lambda k=k: _hide(k), escape=False)
+    attempt("listdir scratch", lambda: os.listdir("."), escape=False)
+
+
+def after_leak():
+    time.sleep(0.6)  # inside the call, under its budget: the watchdog looks 5 times a second
+"""
+
+_BANKED_CPU = r"""
+# Sleeps inside every call (under its 1 s budget) to bank the calls' wall time, then burns the
+# main thread's CPU between calls: a helper thread interrupts the main thread's wait for the
+# next request with SIGUSR1, and the handler runs there, where calls are answered.
+SLEEP_S = 0.8
+BURN_S = 0.7
+_answered = threading.Event()
+
+
+def _burn(_signum, _frame):
+    end = time.thread_time() + BURN_S
+    while time.thread_time() < end:
+        pass
+
+
+def _kick(main):
+    while True:
+        _answered.wait()
+        _answered.clear()
+        time.sleep(0.02)  # the answer is out: the main thread waits for the next request
+        signal.pthread_kill(main, signal.SIGUSR1)
+
+
+def run_case():
+    signal.signal(signal.SIGUSR1, _burn)
+    main = threading.main_thread().ident
+    threading.Thread(target=_kick, args=(main,), daemon=True).start()
+    RESULTS.append(("banked cpu", "armed"))
+
+
+_leak_terms = leak_terms
+
+
+def leak_terms():
+    time.sleep(SLEEP_S)
+    _answered.set()
+    return _leak_terms()
+"""
+
+# Run by test_watchdog.py, through a client that pauses between calls as a trainer does (its
+# own steps, its updates): back to back, the burn would fall inside the next call.
+BANKED_CPU = Case("banked_cpu", _BANKED_CPU)
+
 CASES: list[Case] = [
     Case("proc_environ", _PROC_ENVIRON),
     Case("proc_mem", _PROC_MEM),
@@ -889,4 +979,5 @@ CASES: list[Case] = [
     Case("print_then_die", _PRINT_THEN_DIE),
     Case("stderr_symlink", _STDERR_SYMLINK),
     Case("judge_environ", _JUDGE_ENVIRON, mode="judge"),
+    Case("mapped_scratch", _MAPPED_SCRATCH),
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import struct
 import tracemalloc
 from collections.abc import Iterator
@@ -348,5 +349,7 @@ def test_a_reward_slow_enough_to_stall_training_is_its_own_fault(box, monkeypatc
     rid = rewards.new_instance()
     n = 2048
     obs, act, nxt = _columns(n)
-    with pytest.raises(RewardLoadError, match=r"scoring 2,048 steps took over 2 s .* stall"):
+    with pytest.raises(RewardLoadError, match=r"scoring 2,048 steps took over 2 s .* stall") as e:
         rewards.score_columns([rid] * n, np.zeros(n, bool), obs, act, nxt, {})
+    # With the line it was running, asked when the deadline passed: what the fixer changes.
+    assert re.search(r"\(it was at reward_fn\.py line [89]\)", str(e.value)), str(e.value)
