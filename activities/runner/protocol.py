@@ -56,6 +56,15 @@ class ChildJob:
     mode: Mode
 
 
+class CheckedShaping(BaseModel):
+    """A reward's SHAPING as its validation checked it (`value` None: it has none). Every later
+    run of the same code applies this, whatever the module's SHAPING is when it runs again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: Any = None
+
+
 class BatchMember(BaseModel):
     """One candidate of a batched training run (train_batch): its reward and PPO settings."""
 
@@ -64,6 +73,8 @@ class BatchMember(BaseModel):
     name: str  # the run's name, e.g. "c1_default_seed_0": its outputs go to <out>/<name>/
     reward_source: str
     reward_filename: str = DEFAULT_REWARD_FILENAME
+    # Its SHAPING as validation checked it (None: not validated here; the module's own applies).
+    reward_shaping: CheckedShaping | None = None
     ppo: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -79,6 +90,9 @@ class ChildRequest(BaseModel):
     reward_path: str | None = None
     # Name shown in error messages ("reward_fn.py line 12: ZeroDivisionError: ...").
     reward_filename: str = DEFAULT_REWARD_FILENAME
+    # The reward's SHAPING as validation checked it (None: not validated here; the module's own
+    # applies, checked when the run starts).
+    reward_shaping: CheckedShaping | None = None
 
     # validate_judge / judge: the judge code, the criteria it must score, and (judge) the
     # trajectory file it judges.

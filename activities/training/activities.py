@@ -34,7 +34,7 @@ from activities.runner.protocol import (
     check_device,
 )
 from activities.runner.supervisor import run_child, sandbox_refused
-from activities.training import beside, job
+from activities.training import beside, checked_shaping, job
 from activities.training.core_share import sharing_cores
 from activities.training.judge_validation import judge_problem
 from activities.training.presets import config_variants
@@ -166,7 +166,8 @@ async def validate_reward(req: ValidateRequest) -> ValidateResult:
     # Heartbeats from start to end, S3 included (a heartbeat timeout is set).
     async with _heartbeating():
         log = activity_logger(env_id=req.env_id, reward_key=req.reward_key)
-        source = await _get_text(ArtifactStore(), req.reward_key)
+        store = ArtifactStore()
+        source = await _get_text(store, req.reward_key)
         child = ChildRequest(
             env_id=req.env_id,
             reward_source=source,
@@ -180,6 +181,7 @@ async def validate_reward(req: ValidateRequest) -> ValidateResult:
             log.info("reward invalid", error=result)
             return ValidateResult(ok=False, error=result)
         log.info("reward valid", term_magnitudes=result["term_magnitudes"])
+        await checked_shaping.save(store, req.reward_key, source, result.get("shaping"))
         return ValidateResult(
             ok=True, steps=int(result["steps"]), term_magnitudes=result["term_magnitudes"]
         )
@@ -194,10 +196,12 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
     async with _heartbeating():
         log = activity_logger(env_id=req.env_id, judge_key=req.judge_key)
         store = ArtifactStore()
+        source = await _get_text(store, req.reward_key)
         child = ChildRequest(
             env_id=req.env_id,
-            reward_source=await _get_text(store, req.reward_key),
+            reward_source=source,
             reward_filename=_filename(req.reward_key),
+            reward_shaping=await checked_shaping.load(store, req.reward_key, source),
             judge_source=await _get_text(store, req.judge_key),
             judge_filename=_filename(req.judge_key),
             criteria=req.criteria or [c.name for c in req.specs],
@@ -290,6 +294,7 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         env_id=req.env_id,
         reward_source=source,
         reward_filename=_filename(req.reward_key),
+        reward_shaping=await checked_shaping.load(store, req.reward_key, source),
         timesteps=req.timesteps,
         seed=req.seed,
         checkpoint_every=checkpoint_every(req.timesteps),
@@ -480,6 +485,7 @@ async def evaluate_policy(req: EvalRequest) -> EvalResult:
                 env_id=req.env_id,
                 reward_source=source,
                 reward_filename=_filename(req.reward_key),
+                reward_shaping=await checked_shaping.load(store, req.reward_key, source),
                 seed=req.seed,
                 model_path=str(model),
                 vecnormalize_path=str(vecnorm),

@@ -31,7 +31,7 @@ from activities.runner.protocol import (
     ChildRequest,
 )
 from activities.runner.supervisor import run_child
-from activities.training import beside, job
+from activities.training import beside, checked_shaping, job
 from activities.training.activities import (
     EVAL_CHECKPOINT_EPISODES,
     TRAIN_STALL_S,
@@ -132,6 +132,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
         }
     )
     sources = {m.reward_key: await _get_text(store, m.reward_key) for m in req.members}
+    shapings = {k: await checked_shaping.load(store, k, source) for k, source in sources.items()}
     results: dict[str, TrainResult] = {}
 
     def _prefix(run_name: str) -> str:
@@ -159,6 +160,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
                     name=m.run_name,
                     reward_source=sources[m.reward_key],
                     reward_filename=_filename(m.reward_key),
+                    reward_shaping=shapings[m.reward_key],
                     ppo=variants[m.config],
                 )
                 for m in members

@@ -38,6 +38,7 @@ def request(train: ChildRequest, out: Path, *, final_eval: bool) -> ChildRequest
         reward_source=train.reward_source,
         reward_path=train.reward_path,
         reward_filename=train.reward_filename,
+        reward_shaping=train.reward_shaping,
         members=train.members,
         seed=train.seed,
         env_kwargs=train.env_kwargs,

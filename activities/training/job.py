@@ -42,6 +42,7 @@ EVALUATE_MEMBERS_BESIDE = ChildJob(MODULE, "evaluate_members_beside")
 def _rewards(req: ChildRequest, run: child.Run) -> ColumnRewards:
     """The session's reward: in the sandbox; in-process only for the benchmark's own reward."""
     from activities.sandbox.client import SandboxRewards
+    from activities.training.checked_shaping import apply as apply_checked_shaping
     from activities.training.reward_runtime import LocalRewards, load_reward
 
     source = req.reward_source
@@ -57,9 +58,11 @@ def _rewards(req: ChildRequest, run: child.Run) -> ColumnRewards:
         if source != RUN_FORWARD:
             raise ValueError("unguarded runs take only bench-sandbox's own reward")
         return LocalRewards(load_reward(source, req.reward_filename, strict=strict, guarded=False))
-    return SandboxRewards(
+    rewards = SandboxRewards(
         run.sandbox(), source, req.reward_filename, strict=strict, python_layers=req.python_layers
     )
+    apply_checked_shaping(rewards, req.reward_shaping, req.reward_filename)
+    return rewards
 
 
 def _one_torch_thread() -> None:
@@ -114,7 +117,9 @@ def _validate(req: ChildRequest, run: child.Run) -> dict[str, Any]:
 
     rewards = _rewards(req, run)
     _check_shaping(req, rewards)  # a bad SHAPING is the reward's error: the fixer repairs it
-    return validate(req.env_id, rewards, req.steps, req.seed, req.env_kwargs)
+    result = validate(req.env_id, rewards, req.steps, req.seed, req.env_kwargs)
+    # What was checked travels on: later runs apply it, not what the module says then.
+    return {**result, "shaping": getattr(rewards, "shaping", None)}
 
 
 def _check_shaping(req: ChildRequest, rewards: ColumnRewards) -> None:

@@ -26,9 +26,10 @@ from typing import Any
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from activities.runner.protocol import ChildRequest
-from activities.sandbox.client import SandboxClient, SandboxRewards
+from activities.sandbox.client import SandboxClient
 from activities.sandbox.reward_code import RewardLoadError
 from activities.training import policy_io
+from activities.training.checked_shaping import member_rewards
 from activities.training.eval_checkpoints import HANDOFF, checkpoint_folder, keep_checkpoint
 from activities.training.evaluation import deterministic_act
 from activities.training.phase_clock import model_inputs
@@ -113,10 +114,7 @@ def evaluate_members_beside(
         raise ValueError(f"{len(req.members)} members need as many sandboxes, got {len(boxes)}")
     watch = Path(req.watch_dir)
     os.environ["LP_NUM_THREADS"] = "1"  # see evaluate_beside
-    rewards = {
-        m.name: SandboxRewards(box, m.reward_source, m.reward_filename, strict=False)
-        for m, box in zip(req.members, boxes, strict=True)
-    }
+    rewards = {m.name: member_rewards(box, m) for m, box in zip(req.members, boxes, strict=True)}
     kept: dict[str, list[int]] = {m.name: [] for m in req.members}
     # Members whose reward failed here: the batch drops them too (batched/ppo.py), and the
     # others' checkpoints are still kept.

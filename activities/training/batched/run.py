@@ -27,7 +27,7 @@ import torch
 
 from activities.envs.meanings import terminates_early
 from activities.runner.protocol import ChildRequest
-from activities.sandbox.client import SandboxClient, SandboxRewards
+from activities.sandbox.client import SandboxClient
 from activities.training.batched.between_updates import (
     EvalPoints,
     PeriodicEvals,
@@ -39,6 +39,7 @@ from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStat
 from activities.training.batched.state import load_state, save_state
 from activities.training.batched.warm import warm_or_cold
 from activities.training.board import Board
+from activities.training.checked_shaping import member_rewards
 from activities.training.core_share import threads_asked
 from activities.training.eval_checkpoints import keep_checkpoint_policy, stop_requested
 from activities.training.ppo import final_term_means
@@ -58,7 +59,7 @@ def train_batch(req: ChildRequest, boxes: list[SandboxClient], out: Path, emit: 
     candidates = [
         Candidate(
             m.name,
-            SandboxRewards(box, m.reward_source, m.reward_filename, strict=False),
+            member_rewards(box, m),
             preset_for(req.env_id, m.ppo),
         )
         for m, box in zip(req.members, boxes, strict=True)
