@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import boto3
 from botocore.config import Config
@@ -60,6 +61,17 @@ def _client(endpoint: str | None, attempts: int = 5):
         or "us-east-1",
         config=config,
     )
+
+
+class ObjectTooLarge(ValueError):
+    """An object larger than its reader accepts; it was not read. `size` is the length the
+    server gave, or limit + 1 when the body held more than its stated length."""
+
+    def __init__(self, key: str, size: int, limit: int) -> None:
+        super().__init__(f"{key}: {size:,} bytes, over the limit of {limit:,} bytes")
+        self.key = key
+        self.size = size
+        self.limit = limit
 
 
 class ArtifactStore:
@@ -123,6 +135,24 @@ class ArtifactStore:
     def get_text(self, key: str) -> str:
         return self.get_bytes(key).decode()
 
+    def get_bytes_at_most(self, key: str, limit: int) -> bytes:
+        """An object's bytes when it holds at most `limit`, else ObjectTooLarge: for objects
+        anyone who can write the bucket could plant. The stated length is checked before the
+        body is read (one over the limit is closed unread), and the body is read to at most
+        limit + 1 bytes, so a wrong length cannot make it read more either."""
+        response = self.client.get_object(Bucket=self.bucket, Key=key)
+        body = response["Body"]
+        try:
+            size = int(response.get("ContentLength") or 0)
+            if size > limit:
+                raise ObjectTooLarge(key, size, limit)
+            data = _read_at_most(body, limit + 1)
+        finally:
+            body.close()
+        if len(data) > limit:
+            raise ObjectTooLarge(key, len(data), limit)
+        return data
+
     def download(self, key: str, path: Path) -> Path:
         """Download an object to a local path, creating its folder; returns the path."""
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -179,6 +209,16 @@ class ArtifactStore:
         return client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_s
         )
+
+
+def _read_at_most(stream: Any, most: int) -> bytes:
+    """Up to `most` bytes of a stream: a read may answer fewer than asked before the end."""
+    chunks: list[bytes] = []
+    left = most
+    while left > 0 and (chunk := stream.read(left)):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _content_type(path: Path) -> str:

@@ -33,7 +33,7 @@ from markupsafe import escape
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.artifacts import ArtifactStore
+from activities.artifacts import ArtifactStore, ObjectTooLarge
 from workers import sessions as steering
 from workers.dashboard import answers, artifacts, benchmarks, formula, login
 from workers.dashboard.answers import JSON, error
@@ -280,8 +280,12 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
         if path.endswith(".py"):
             # Generated code a person reads in the browser: a direction override in it would
             # show other code than runs (Trojan Source), so hidden characters come as escapes.
-            code = (await blocking(store.get_bytes, key)).decode(errors="replace")
-            return Response(visible(code), headers=artifact_headers(path))
+            # Escaping needs it whole: read only up to the limit of reward code on the page.
+            try:
+                data = await blocking(store.get_bytes_at_most, key, artifacts.CODE_LIMIT)
+            except ObjectTooLarge as exc:
+                return _too_large_to_show(path, exc)
+            return Response(visible(data.decode(errors="replace")), headers=artifact_headers(path))
         headers = {**artifact_headers(path), "Accept-Ranges": "bytes"}
         wanted = _byte_range(request.headers.get("range"), size)
         if wanted is None:
@@ -341,6 +345,14 @@ def _iteration_part(
             f'<article class="iteration card" id="iteration-{n}"><h2>Iteration {n}</h2>'
             f'<p class="error">This iteration could not be shown: {why}</p></article>'
         )
+
+
+def _too_large_to_show(path: str, exc: ObjectTooLarge) -> Response:
+    """A .py artifact over the limit of code shown: 413 and one plain line, never read."""
+    name = one_line(PurePosixPath(path).name)
+    text = f"{name} is too large to show here: {artifacts.too_large(exc)} for code.\n"
+    headers = {**artifact_headers(path), "Cache-Control": "no-store"}
+    return Response(text, status_code=413, headers=headers)
 
 
 def _refused(action: str, session_id: str, exc: steering.SteeringRefused) -> str:

@@ -4,6 +4,8 @@ training curves, the judges' verdicts and the videos of each iteration.
 Everything here is a plain function over an `ArtifactStore` and the session's records (its
 status query), so tests call it without a browser. Missing files are normal (a run still
 training has no judgment yet, an offline session has no video judge): they read as None.
+Every object is read with a size limit: anyone who can write the bucket could plant a huge
+one, and one over its limit is named as unreadable without being read.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import structlog
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, ValidationError
 
-from activities.artifacts import ArtifactStore
+from activities.artifacts import ArtifactStore, ObjectTooLarge
 from workflows.contracts import keys
 from workflows.contracts.judging import Judgment, VisualJudgment
 from workflows.contracts.session import IterationRecord, SessionStatus
@@ -35,6 +37,15 @@ _MAX_TERMS = 64  # term curves on a chart: a planted metrics file could name tho
 _NUMBER = re.compile(r"[0-9]{1,12}")
 _RUN = re.compile(r"c[0-9]{1,6}_[^/]*_seed_[0-9]{1,12}")
 _TURN = re.compile(r"turn_([0-9]{1,12})\.json")
+# The most the page reads of one object, far above what policyforge writes; one larger is
+# named as unreadable and never read.
+# summary.json, returns.json and the judges' records measure 0.5-2 KB (judgments a few KB).
+RECORD_LIMIT = 4 << 20
+# metrics/scalars.jsonl grows with training: about 350 KB for a 1M-step run (one 700-byte
+# line per 2,048 steps), so 32 MiB holds runs of 50M steps and more.
+SCALARS_LIMIT = 32 << 20
+# Reward code measures about 2 KB; 256 KiB is more than a model's whole answer holds.
+CODE_LIMIT = 256 << 10
 
 
 def _number(text: str) -> int | None:
@@ -46,23 +57,45 @@ def _name(key: str) -> str:
     return key.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _bytes(store: ArtifactStore, key: str) -> bytes | None:
+def size_text(size: int) -> str:
+    """A size as people read it: 4 MiB for a round one (the limits), else exact bytes, so an
+    object one byte over its limit never reads as the limit itself."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size:,} bytes"
+
+
+def too_large(exc: ObjectTooLarge) -> str:
+    """An object over its limit in a few words, for a page: logged with its key."""
+    structlog.get_logger().warning(
+        "dashboard: an object is too large to read", key=exc.key, size=exc.size, limit=exc.limit
+    )
+    return f"{exc.size:,} bytes, over the {size_text(exc.limit)} limit"
+
+
+def _bytes(store: ArtifactStore, key: str, limit: int, unreadable: list[str]) -> bytes | None:
+    """An object's bytes; None when absent, or when over `limit` (then named in `unreadable`,
+    and not read)."""
     try:
-        return store.get_bytes(key)
+        return store.get_bytes_at_most(key, limit)
     except ClientError:
+        return None
+    except ObjectTooLarge as exc:
+        unreadable.append(f"{_name(key)} ({too_large(exc)})")
         return None
 
 
-def _text(store: ArtifactStore, key: str) -> str | None:
+def _text(store: ArtifactStore, key: str, limit: int, unreadable: list[str]) -> str | None:
     """An object as text; bytes that are not UTF-8 show as \ufffd rather than failing."""
-    data = _bytes(store, key)
+    data = _bytes(store, key, limit, unreadable)
     return None if data is None else data.decode(errors="replace")
 
 
 def _json(store: ArtifactStore, key: str, unreadable: list[str]) -> Any:
     """A JSON object's value (None when absent); one that does not parse is named in
     `unreadable` and reads as None."""
-    data = _bytes(store, key)
+    data = _bytes(store, key, RECORD_LIMIT, unreadable)
     if data is None:
         return None
     try:
@@ -78,7 +111,7 @@ M = TypeVar("M", bound=BaseModel)
 def _model(store: ArtifactStore, key: str, model: type[M], unreadable: list[str]) -> M | None:
     """A record the templates read field by field: checked against its contract, so that a
     planted one of the wrong shape is named in `unreadable` instead of failing the page."""
-    data = _bytes(store, key)
+    data = _bytes(store, key, RECORD_LIMIT, unreadable)
     if data is None:
         return None
     try:
@@ -88,10 +121,13 @@ def _model(store: ArtifactStore, key: str, model: type[M], unreadable: list[str]
         return None
 
 
-def read_scalars(store: ArtifactStore, run_prefix: str) -> list[dict[str, Any]]:
+def read_scalars(
+    store: ArtifactStore, run_prefix: str, unreadable: list[str] | None = None
+) -> list[dict[str, Any]]:
     """A run's metrics lines (one per PPO update): the finished run's file, or while it trains
-    the copy in its newest checkpoint."""
-    text = _text(store, run_prefix + keys.SCALARS)
+    the copy in its newest checkpoint. One over SCALARS_LIMIT is named in `unreadable`."""
+    unreadable = [] if unreadable is None else unreadable
+    text = _text(store, run_prefix + keys.SCALARS, SCALARS_LIMIT, unreadable)
     if text is None:
         steps = [
             (step, folder)
@@ -100,7 +136,7 @@ def read_scalars(store: ArtifactStore, run_prefix: str) -> list[dict[str, Any]]:
         ]
         if not steps:
             return []
-        text = _text(store, max(steps)[1] + "scalars.jsonl") or ""
+        text = _text(store, max(steps)[1] + "scalars.jsonl", SCALARS_LIMIT, unreadable) or ""
     rows = []
     for line in text.splitlines():
         try:
@@ -247,7 +283,7 @@ def run_view(store: ArtifactStore, prefix: str, best: bool) -> dict[str, Any]:
         "prefix": prefix,
         "name": _name(prefix),
         "best": best,
-        "curves": curves(read_scalars(store, prefix)),
+        "curves": curves(read_scalars(store, prefix, unreadable)),
         "videos": run_videos(store, prefix, unreadable),
         "judgments": judgments(store, prefix, unreadable),
         "summary": summary if isinstance(summary, dict) else None,
@@ -263,9 +299,11 @@ def iteration_view(
     previous_code: str | None,
 ) -> dict[str, Any]:
     """Everything the session page shows of one iteration: its reward code and diff, its runs'
-    curves and videos, the judges' verdicts. `record` is None while the iteration is running."""
+    curves and videos, the judges' verdicts. `record` is None while the iteration is running;
+    `unreadable` names its reward code when that is too large to show."""
     reward_key = record.reward_key if record else keys.reward_key(session_id, iteration)
-    code = _text(store, reward_key)
+    unreadable: list[str] = []
+    code = _text(store, reward_key, CODE_LIMIT, unreadable)
     prefixes = run_prefixes(store, session_id, iteration)
     best = record.best_run.run_prefix if record else (prefixes[0] if prefixes else None)
     runs = [
@@ -279,6 +317,7 @@ def iteration_view(
         "code": code,
         "diff": reward_diff(previous_code, code),
         "runs": runs,
+        "unreadable": unreadable,
         "error": None,
     }
 
@@ -296,6 +335,7 @@ def _failed_view(
         "code": None,
         "diff": [],
         "runs": [],
+        "unreadable": [],
         "error": f"{type(exc).__name__}: {exc}",
     }
 

@@ -12,13 +12,17 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import structlog
 from botocore.exceptions import ClientError
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from activities.artifacts import ArtifactStore
+from activities.artifacts import ArtifactStore, ObjectTooLarge
 from workflows.contracts import keys
 
 GROUPS = ("by_category", "by_difficulty", "by_env")
+# The most read of a stored result: anyone who can write the bucket could plant a huge one.
+# A result holds at most 500 cases (MAX_CASES) of a few KB each, so a few MiB at most.
+RESULT_LIMIT = 16 << 20
 
 
 async def list_benchmarks(client: Client, limit: int = 100) -> list[dict[str, Any]]:
@@ -77,10 +81,19 @@ def _plain(value: Any) -> Any:
 
 
 def _stored(store: ArtifactStore, benchmark_id: str) -> dict[str, Any] | None:
+    """The stored result; None when absent, over RESULT_LIMIT (not read), or not a JSON
+    object: the page then shows the live status, or nothing."""
+    key = keys.benchmark_result_key(benchmark_id)
     try:
-        return json.loads(store.get_text(keys.benchmark_result_key(benchmark_id)))
-    except (ClientError, json.JSONDecodeError):
+        data = json.loads(store.get_bytes_at_most(key, RESULT_LIMIT))
+    except ObjectTooLarge as exc:
+        structlog.get_logger().warning(
+            "dashboard: a benchmark result is too large to read", key=key, size=exc.size
+        )
         return None
+    except (ClientError, ValueError, RecursionError):  # not UTF-8, not JSON, or too deep
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def compare(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
