@@ -226,6 +226,22 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
 RUN_CHECKPOINT_FILES = BATCH_CHECKPOINT_FILES + CHECKPOINT_FILES
 
 
+async def _keep_trained(
+    store: ArtifactStore, out: Path, prefix: str, checkpoint_key: str | None
+) -> str:
+    """Upload a failed run's trained model when it got to write one, and say where it is
+    kept (its last checkpoint's, already in S3, when it did not); "" when there is none."""
+    model = out / MODEL
+    if model.exists():
+        for name in TRAIN_OUTPUTS:
+            if (out / name).exists():
+                await asyncio.to_thread(store.put_file, prefix + name, out / name)
+        return f"the trained model is kept at {prefix}{MODEL}"
+    if checkpoint_key:
+        return f"its last checkpoint is kept at {checkpoint_key}"
+    return ""
+
+
 def checkpoint_every(timesteps: int) -> int:
     """Timesteps between checkpoints: about ten per run, at least 10k steps apart."""
     raw = os.environ.get("POLICYFORGE_CHECKPOINT_EVERY", "")
@@ -410,6 +426,12 @@ async def train_policy(req: TrainRequest) -> TrainResult:
                 )
             except ChildFailed as exc:
                 log.warning("training failed", error=exc.message, reward_fault=exc.reward_fault)
+                if exc.reward_fault:
+                    # The reward failed (in training or in evaluating it): what was trained
+                    # stays, for a person or a later run, and the fixer is told where.
+                    kept = await _keep_trained(store, out, prefix, progress.checkpoint_key)
+                    if kept:
+                        exc = ChildFailed(f"{exc.message}; {kept}", reward_fault=True)
                 raise _failure(exc) from None
             summary = run.summary
             for name in TRAIN_OUTPUTS:

@@ -121,3 +121,47 @@ async def test_reward_failures(s3):
             validate_reward, ValidateRequest(env_id=ENV, reward_key=f"sessions/{sid}/nope.py")
         )
     assert missing.value.type == "ArtifactMissing" and missing.value.non_retryable
+
+
+# Sound while training samples its actions; once an episode acts as a deterministic policy
+# does (five steps in a row with every action small: an untrained policy's mean), it returns a
+# term name that prints as "forward" with a variation selector, which the trusted side refuses.
+SOUND_IN_TRAINING_ONLY = """
+class Forward(RewardFunction):
+    def __init__(self):
+        self.calm = 0
+
+    def compute(self, obs, action, next_obs, info):
+        self.calm = self.calm + 1 if max(abs(float(a)) for a in action) < 0.5 else 0
+        name = "forward\\ufe0f" if self.calm >= 5 else "forward"
+        return float(info["x_velocity"]), {name: float(info["x_velocity"])}
+"""
+
+
+async def test_a_reward_failing_when_evaluated_keeps_the_trained_model(s3):
+    """Issue 42: a name from the sandbox that fails only in evaluation is the reward's error,
+    for the fixer, and what was trained is kept (it once failed the run as the worker's)."""
+    sid, key = _put_reward(SOUND_IN_TRAINING_ONLY)
+    env = ActivityEnvironment()
+    check = await env.run(validate_reward, ValidateRequest(env_id=ENV, reward_key=key, steps=64))
+    assert check.ok, check.error
+    with pytest.raises(ApplicationError) as err:
+        await env.run(
+            train_policy,
+            TrainRequest(
+                session_id=sid,
+                iteration=1,
+                run_name="c0_default_seed_0",
+                env_id=ENV,
+                reward_key=key,
+                timesteps=2048,
+                eval_max_steps=10,
+                final_eval=True,
+            ),
+        )
+    assert err.value.type == "RewardRuntimeError" and err.value.non_retryable
+    assert "print as something else" in err.value.message
+    kept = err.value.message.rsplit(" kept at ", 1)[-1]
+    assert kept.startswith(run_prefix(sid, 1, "c0_default_seed_0")), err.value.message
+    store = ArtifactStore()
+    assert store.exists(kept) or store.list_keys(kept), kept
