@@ -5,6 +5,7 @@ returns: plain blocking calls, safe inside a notebook's running event loop too."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from workers.client import connect, run_sync
@@ -16,7 +17,11 @@ if TYPE_CHECKING:
 
     from workers.policies import Policy
     from workers.session_state import SessionState
-    from workflows.contracts.session import SessionResult
+    from workflows.contracts.session import SessionResult, SessionStatus
+
+# What `Session.wait` reports progress to: True for `policyforge run`'s progress bar (on
+# stderr), or a function given each new status.
+Progress = bool | Callable[["SessionStatus"], None]
 
 
 class SessionFailed(RuntimeError):
@@ -80,18 +85,31 @@ class Session:
             raise SessionFailed(state.error)
         return state.result
 
-    def wait(self, timeout: float | None = None) -> SessionResult:
+    def wait(self, timeout: float | None = None, progress: Progress = False) -> SessionResult:
         """Block until the session ends (across continue-as-new) and return its result;
-        SessionFailed with the reason when it fails, TimeoutError after `timeout` seconds."""
+        SessionFailed with the reason when it fails, TimeoutError after `timeout` seconds.
+        `progress=True` shows `policyforge run`'s progress bar on stderr; a function is called
+        with each new status (its stage, iteration, timesteps, best score) as it changes."""
         from temporalio.client import WorkflowFailureError
 
         from workers.session_state import failure_reason
         from workflows.contracts.session import SessionResult
 
         async def go() -> SessionResult:
-            handle = (await _client()).get_workflow_handle(self.id, result_type=SessionResult)
+            client = await _client()
+            handle = client.get_workflow_handle(self.id, result_type=SessionResult)
+            if progress is True:
+                from rich.console import Console
+
+                from workers.sessions import follow
+
+                waiting = follow(handle, Console(stderr=True), client=client)
+            elif callable(progress):
+                waiting = _report(handle, progress)
+            else:
+                waiting = handle.result(follow_runs=True)
             try:
-                return await asyncio.wait_for(handle.result(follow_runs=True), timeout)
+                return await asyncio.wait_for(waiting, timeout)
             except WorkflowFailureError as exc:
                 raise SessionFailed(failure_reason(exc)) from None
 
@@ -111,6 +129,25 @@ class Session:
             "dashboard": settings.dashboard_link(self.id),
             "temporal_ui": settings.ui_link(self.id),
         }
+
+
+async def _report(handle: Any, report: Callable[[SessionStatus], None]) -> SessionResult:
+    """Call `report` with each status that differs from the last, until the session ends."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    from workers.session_state import query_status
+
+    last: SessionStatus | None = None
+    while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+        status = await query_status(handle)
+        if status is not None and status != last:
+            report(status)
+            last = status
+        await asyncio.sleep(POLL_S)
+    return await handle.result(follow_runs=True)
+
+
+POLL_S = 1.0  # between status queries while reporting progress
 
 
 def sessions(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from workflows.contracts.session import SessionInput
 from workflows.contracts.usage import LLMCall, LLMUsage
 
@@ -24,6 +26,9 @@ class Accounting:
         self.in_flight = 0.0
         self.training_seconds = 0.0
         self.iteration_training_seconds = 0.0
+        # When each training call now in flight started (workflow time): what the status shows
+        # as training under way, and what a cancelled or failed call is charged from.
+        self.training_started: list[datetime] = []
 
     def new_iteration(self) -> None:
         self.iteration = LLMUsage()
@@ -60,6 +65,16 @@ class Accounting:
     def training(self, seconds: float) -> None:
         self.training_seconds += seconds
         self.iteration_training_seconds += seconds
+
+    def training_began(self, at: datetime) -> None:
+        self.training_started.append(at)
+
+    def training_ended(self, began: datetime, seconds: float | None) -> None:
+        """A training call ended: its wall seconds (None: not charged) added to the spend."""
+        if began in self.training_started:
+            self.training_started.remove(began)
+        if seconds is not None:
+            self.training(seconds)
 
     def training_seconds_for(self, iteration: int) -> float | None:
         """An iteration's share of the training time left (None: no time budget): the rest of

@@ -141,7 +141,7 @@ class SessionWorkflow:
     @workflow.query
     def status(self) -> SessionStatus | None:
         """Where the session is: stage, iteration, scores, spend, what waits for a person."""
-        return self._state.status if self._state else None
+        return self._state.live_status() if self._state else None
 
     @workflow.run
     async def run(

@@ -85,15 +85,29 @@ class SessionState:
         """The best iteration so far: a passing one before any score (the earlier on a tie)."""
         return max(self.records, key=lambda r: (r.passed, r.score))
 
+    def _taken(self) -> dict[str, Any]:
+        """What people sent and what the session spent, as they are now."""
+        return {
+            "llm_usage": self.accounting.session,
+            "training_seconds": round(self.accounting.training_seconds, 2),
+            "training_since": min(self.accounting.training_started, default=None),
+            "max_iterations": self.max_iterations,
+            "awaiting_approval": self.steering.awaiting_approval,
+            "feedback_pending": len(self.steering.feedback),
+            "signal_errors": list(self.steering.signal_errors),
+        }
+
+    def live_status(self) -> SessionStatus:
+        """The status as a query answers it: the stage's, with what people sent and what was
+        spent as they are now (feedback, extensions and ignored signals show at once, not at
+        the next stage). Read-only: a query changes nothing."""
+        return self.status.model_copy(update=self._taken())
+
     def stage(self, stage: Stage, **changes: Any) -> None:
         """Enter a stage: the status (with the spend and what people sent), the Web UI's
         details and the search attributes follow."""
-        changes.setdefault("llm_usage", self.accounting.session)
-        changes.setdefault("training_seconds", round(self.accounting.training_seconds, 2))
-        changes.setdefault("max_iterations", self.max_iterations)
-        changes.setdefault("awaiting_approval", self.steering.awaiting_approval)
-        changes.setdefault("feedback_pending", len(self.steering.feedback))
-        changes.setdefault("signal_errors", list(self.steering.signal_errors))
+        for key, value in self._taken().items():
+            changes.setdefault(key, value)
         self.status = self.status.model_copy(update={"stage": stage, **changes})
         workflow.set_current_details(details_markdown(self.status, self.dashboard_link()))
         self._publish_search_attributes()

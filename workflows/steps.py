@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
         RewardArtifact,
         StopAtPass,
         TrainBatchRequest,
+        TrainBatchResult,
         TrainRequest,
         TrainResult,
         ValidateJudgeRequest,
@@ -78,6 +79,9 @@ CODE_FAULT_PATCH = "code-faults-to-fixer"
 # Sessions recorded before had no accelerator (any), never take this branch, and keep the
 # shared queue; the marker guards the new commands all the same.
 ACCELERATOR_PATCH = "accelerator-train-queue"
+# A training call that fails or is cancelled (an abort) is charged the workflow time it ran
+# (before, nothing: an aborted session reported 0 min of training after minutes of it).
+FAILED_TRAINING_PATCH = "failed-training-charged"
 # The activity errors that blame the code (non-retryable: running it again fails again).
 FAULT_TYPES: dict[Kind, tuple[str, ...]] = {
     "reward": ("RewardRuntimeError",),
@@ -177,6 +181,30 @@ class Steps:
             heartbeat_timeout=deadline.heartbeat,
             retry_policy=retry,
         )
+        return result
+
+    async def _charged(
+        self,
+        ref: ActivityRef[Req, Res],
+        arg: Req,
+        *,
+        retry: RetryPolicy,
+        summary: str,
+        deadline: timeouts.Deadline,
+    ) -> Res:
+        """A training call, its time charged to the session: the runs' own wall seconds when
+        it returns, the workflow time it ran when it fails or is cancelled. While it runs, the
+        status shows when it began (`training_since`)."""
+        began = workflow.now()
+        self.accounting.training_began(began)
+        try:
+            result = await self.call(ref, arg, retry=retry, summary=summary, deadline=deadline)
+        except BaseException:
+            ran = (workflow.now() - began).total_seconds()
+            charged = ran if workflow.patched(FAILED_TRAINING_PATCH) else None
+            self.accounting.training_ended(began, charged)
+            raise
+        self.accounting.training_ended(began, _wall_seconds(result))
         return result
 
     def _queue(self, ref: ActivityRef[Req, Res], summary: str) -> tuple[str, str]:
@@ -540,7 +568,7 @@ class Steps:
     ) -> TrainResult:
         # Only the engine plans its steps from time (PPO without a warm start).
         timesteps, seconds, budget = self._timed(iteration, timesteps, self.inp.algo == "ppo")
-        trained = await self.call(
+        trained = await self._charged(
             act.TRAIN_POLICY,
             TrainRequest(
                 session_id=self.session_id,
@@ -567,7 +595,6 @@ class Steps:
             deadline=timeouts.train(timesteps),
             retry=TRAIN_RETRY,
         )
-        self.accounting.training(trained.wall_seconds)
         return trained
 
     def _timed(self, iteration: int, timesteps: int, engine: bool) -> tuple[int, float | None, str]:
@@ -600,7 +627,7 @@ class Steps:
         the members' order."""
         configs = max(self.inp.configs, *(CONFIG_NAMES.index(m.config) + 1 for m in members))
         timesteps, seconds, budget = self._timed(iteration, timesteps, True)
-        batch = await self.call(
+        batch = await self._charged(
             act.TRAIN_BATCH,
             TrainBatchRequest(
                 session_id=self.session_id,
@@ -619,8 +646,6 @@ class Steps:
             deadline=timeouts.train(timesteps * len(members)),
             retry=TRAIN_RETRY,
         )
-        for trained in batch.results:
-            self.accounting.training(trained.wall_seconds / len(batch.results))
         return batch.results
 
     async def evaluate(self, reward: RewardArtifact, trained: TrainResult, seed: int) -> EvalResult:
@@ -660,3 +685,12 @@ class Steps:
             + ("the session's judge code" if judge else "metrics"),
             retry=SHORT_RETRY,
         )
+
+
+def _wall_seconds(result: Any) -> float:
+    """A training call's wall seconds: a run's own, or a batch's mean over its runs (they
+    trained together, at once)."""
+    if isinstance(result, TrainBatchResult):
+        walls = [r.wall_seconds for r in result.results]
+        return sum(walls) / len(walls) if walls else 0.0
+    return float(result.wall_seconds)

@@ -281,6 +281,32 @@ print(json.dumps({{
     assert out["links"]["dashboard"] == f"{stack.url('DASHBOARD')}/sessions/{SESSION}"
 
 
+def test_wait_reports_progress_and_the_snippet_prints_the_result(stack: Stack):
+    """Issue 43: Session.wait is no silent wait; a callback sees the session's stages go by."""
+    script = """
+import json
+from policyforge import Session
+
+session = Session.start("run forward", "HalfCheetah-v5", total_timesteps=1024,
+                        max_iterations=1, eval_max_steps=30, workflow_id="dev-run-wait")
+seen = []
+result = session.wait(progress=lambda status: seen.append(status.stage))
+print(json.dumps({"stages": seen, "status": result.status}))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=newcomer(stack.home),
+        cwd=stack.home,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "training" in out["stages"] and out["status"] in ("passed", "not_passed")
+    assert len(out["stages"]) >= 3  # starting or authoring, training, judging ...
+
+
 def test_ctrl_c_stops_everything(stack: Stack):
     stack.dev.send_signal(signal.SIGINT)
     assert stack.dev.wait(timeout=60) == 0

@@ -71,11 +71,35 @@ async def test_approval_feedback_and_extend(temporal_env, queue_prefix):
     assert status.signal_errors and "extend" in status.signal_errors[0]
 
 
+async def test_what_people_send_shows_in_the_next_status_query(temporal_env, queue_prefix):
+    """Issue 43: the status query answers from the session's current state; feedback, an
+    extension and an ignored signal show at once, though the stage has not changed."""
+    script = Script(scores=[0.3, 0.9])
+    async with session(
+        temporal_env, queue_prefix, script, max_iterations=1, approval="first"
+    ) as handle:
+        await until(handle, lambda s: s.stage == "awaiting_approval")
+        await handle.execute_update(SessionWorkflow.give_feedback, "keep the torso level")
+        status = await status_of(handle)
+        assert status.stage == "awaiting_approval" and status.feedback_pending == 1
+        await handle.execute_update(SessionWorkflow.extend, 2)
+        assert (await status_of(handle)).max_iterations == 3
+        await handle.signal(SessionWorkflow.extend_signal, 0)  # invalid: listed, not applied
+        status = await until(handle, lambda s: bool(s.signal_errors))
+        assert "signal extend ignored" in status.signal_errors[-1] and status.max_iterations == 3
+        await handle.execute_update(SessionWorkflow.approve_reward, ApprovalDecision())
+        await handle.result()
+
+
 async def test_abort_cancels_training_and_keeps_the_best_policy(temporal_env, queue_prefix):
     script = Script(scores=[0.3], hang_from_iteration=2)
     async with session(temporal_env, queue_prefix, script, max_iterations=3) as handle:
         while len(script.calls.get("train_policy", [])) < 2:
             await asyncio.sleep(0.1)
+        # The run under way shows in the status as training since its start.
+        training = await until(handle, lambda s: s.training_since is not None)
+        assert training.training_seconds == 60.0  # iteration 1's run, ended
+        await asyncio.sleep(2.0)
         await handle.execute_update(SessionWorkflow.abort, "enough for today")
         result = await handle.result()
         with pytest.raises((WorkflowUpdateFailedError, RPCError)):  # the session has ended
@@ -85,6 +109,8 @@ async def test_abort_cancels_training_and_keeps_the_best_policy(temporal_env, qu
                 break
             await asyncio.sleep(0.1)
     assert result.status == "aborted" and "enough for today" in result.note
+    # Issue 43: the cancelled run's time counts (it once reported none of it).
+    assert result.training_seconds >= 60.0 + 2.0
     assert result.best_iteration == 1 and result.best.best_run.model_key.endswith("model.zip")
     assert "train_cancelled" in script.calls
 

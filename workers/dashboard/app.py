@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
@@ -155,6 +156,7 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
         artifact_url=artifact_url,
         verdict=record_verdict,
         is_met=criterion_met,
+        training_now=lambda status: status.training_so_far(datetime.now(UTC)),
     )
     reader = SessionReader(client)
     prompts = PromptCache()

@@ -5,6 +5,7 @@ carries into the next when it continues as new, and the session's result.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
@@ -314,7 +315,10 @@ class SessionStatus(Contract):
     # m/s, target at least 2.00 m/s" ("" before the first judgment).
     verdict: str = ""
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
-    training_seconds: float = 0.0
+    training_seconds: float = 0.0  # of the training calls that ended
+    # When the oldest training call now running began (None: none runs): a client shows
+    # training_seconds plus the time since, so the figure moves while a run trains.
+    training_since: datetime | None = None
     note: str | None = None  # e.g. which budget ran out
     # Words of the intent no criterion measures (the offline author's style words).
     unmeasured: list[str] = Field(default_factory=list)
@@ -332,6 +336,14 @@ class SessionStatus(Contract):
     # show the status (`policyforge status`, the dashboard) from the queue's pollers, which a
     # workflow cannot see; never by the workflow.
     waiting: str | None = None
+
+    def training_so_far(self, now: datetime) -> float:
+        """Seconds of training at `now`: the ended calls' time plus the time since the oldest
+        running one began (clients pass their clock; the workflow never calls this)."""
+        since = self.training_since
+        if since is None:
+            return self.training_seconds
+        return self.training_seconds + max(0.0, (now - since).total_seconds())
 
 
 class SessionCarry(Contract):
