@@ -26,6 +26,15 @@ DEMO_ENV = "HalfCheetah-v5"
 # playing and drawing on the second core cost the training less.
 DEMO_TIMESTEPS = 150_000
 DEMO_EVAL_STEPS = 300
+POLICY = "policy.zip"
+WHAT_STAYS = {
+    POLICY: "the trained policy (Stable-Baselines3 PPO)",
+    "vecnormalize.npz": "its observation normaliser",
+    "summary.json": "how it trained (env, steps, settings)",
+    "eval.mp4": "its judged episode, as a video",
+    "eval.npz": "the same episode as arrays (states, actions, rewards)",
+    "reward_fn.py": "the reward it was trained on",
+}
 
 
 def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
@@ -68,7 +77,10 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
                 run_pools(client, live, ["llm", "train", "judge"], handle_signals=False)
             )
             try:
-                done = await start_and_follow(data, workflow_id=None, detach=False, as_json=False)
+                # No links in its report: the services behind them stop with the demo.
+                done = await start_and_follow(
+                    data, workflow_id=None, detach=False, as_json=False, links=False
+                )
                 split = await session_split(client, done.session_id) if done else None
                 return done, split
             finally:
@@ -84,8 +96,12 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
     console.print(f"demo finished in {time.monotonic() - started:.0f}s")
     if split is not None:
         console.print(f"  session {split.line()}")
+    # What stays once the embedded services are gone: the files, and how to watch them.
+    console.print(f"what stays, in {out}/:")
     for path in saved:
-        console.print(f"  saved {path}")
+        console.print(f"  {path.name:<17} {WHAT_STAYS.get(path.name, '')}")
+    if any(p.name == POLICY for p in saved):
+        console.print(f"watch it: policyforge play {out / POLICY}")
     return 0 if result.passed else 1
 
 
@@ -97,8 +113,10 @@ def _save_outputs(result: SessionResult, out: Path) -> list[Path]:
     store = ArtifactStore()
     run = result.best.best_run
     wanted = {
-        "policy.zip": run.model_key,
+        POLICY: run.model_key,
         "vecnormalize.npz": run.vecnormalize_key,
+        # Beside the policy, `play` reads the env (and SHAPING) the run trained on from it.
+        "summary.json": run.model_key.rsplit("/", 1)[0] + "/summary.json",
         "eval.mp4": run.video_key,
         "eval.npz": run.trajectory_key,
         "reward_fn.py": result.best.reward_key,

@@ -210,8 +210,8 @@ def load_folder(
         # The first sentence: torch goes on to suggest weights_only=False, which would run it.
         text = shown(" ".join(str(exc).split()).split(". ", 1)[0], 300)
         raise PolicyError(f"{prefix}{text} (refused)") from None
-    shaping, env_kwargs = _summary(model_path.parent / SUMMARY)
-    env_id = env_id or _env_of(model)
+    shaping, env_kwargs, trained_on = _summary(model_path.parent / SUMMARY)
+    env_id = env_id or trained_on or _env_of(model)
     if env_id is not None:
         _check_fits(model, env_id, shaping, label)
     return Policy(
@@ -231,16 +231,17 @@ class _Spaces(gym.Env):
         self.observation_space, self.action_space = model.observation_space, model.action_space
 
 
-def _summary(path: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """SHAPING and the env settings the run trained under, from its summary.json when there
-    is one: plain data, checked where it is applied; env settings only as numbers (never a
-    file name such as xml_file)."""
+def _summary(path: Path) -> tuple[dict[str, Any] | None, dict[str, Any], str | None]:
+    """SHAPING, the env settings and the env the run trained under, from its summary.json when
+    there is one: plain data, checked where it is applied; env settings only as numbers (never
+    a file name such as xml_file); the env only when it is one of ours."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
-        return None, {}
+        return None, {}, None
     if not isinstance(data, dict):
-        return None, {}
+        return None, {}, None
+    env = data.get("env_id")
     shaping = data.get("shaping")
     raw = data.get("env_kwargs")
     kwargs = {
@@ -248,7 +249,11 @@ def _summary(path: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         for k, v in (raw.items() if isinstance(raw, dict) else [])
         if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)
     }
-    return (shaping if isinstance(shaping, dict) else None), kwargs
+    return (
+        (shaping if isinstance(shaping, dict) else None),
+        kwargs,
+        env if isinstance(env, str) and env in ENVS else None,
+    )
 
 
 def _env_of(model: Any) -> str | None:

@@ -12,10 +12,11 @@ highlighted (`say`, `literal`), so it can neither forge a line nor drive the ter
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, Task, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -40,13 +41,24 @@ def say(console: Console, line: str | Text, *, soft_wrap: bool | None = None) ->
     console.print(line, markup=False, emoji=False, highlight=False, soft_wrap=soft_wrap)
 
 
+class _SinceStart(TimeElapsedColumn):
+    """Time since the bar started, always: rich's own column freezes once a task is full
+    (an iteration's steps all done while it judges) and stays frozen for the iterations after."""
+
+    def render(self, task: Task) -> Text:
+        elapsed = task.elapsed
+        if elapsed is None:
+            return Text("-:--:--", style="progress.elapsed")
+        return Text(str(timedelta(seconds=int(elapsed))), style="progress.elapsed")
+
+
 def session_progress(console: Console) -> Progress:
     """The progress bar `policyforge run` shows while following a session (timesteps)."""
     return Progress(
         TextColumn("{task.description}", markup=False),
         BarColumn(),
         TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
-        TimeElapsedColumn(),
+        _SinceStart(),
         console=console,
         transient=False,
     )
@@ -58,6 +70,11 @@ def progress_description(status: SessionStatus) -> str:
     if status.best_score is not None:
         desc += f"  best {status.best_score:.2f}"
     return desc
+
+
+def training_now(status: SessionStatus) -> float:
+    """Seconds of training so far, the run under way included."""
+    return status.training_so_far(datetime.now(UTC))
 
 
 def usage_line(usage: LLMUsage, training_seconds: float) -> str:
@@ -105,7 +122,7 @@ def print_status(
             say(console, f"  {shown(status.waiting)}")
         elif status.train_queue:
             say(console, f"  trains on queue {status.train_queue} ({status.accelerator} workers)")
-        say(console, f"  {usage_line(status.llm_usage, status.training_seconds)}")
+        say(console, f"  {usage_line(status.llm_usage, training_now(status))}")
         if status.awaiting_approval is not None:
             say(
                 console,
@@ -164,14 +181,16 @@ def print_result(
     as_json: bool,
     ui_link: str,
     dashboard_link: str | None = None,
+    where: bool = True,
 ) -> None:
-    """A finished session's result: as JSON on stdout for scripts, else the report for people."""
+    """A finished session's result: as JSON on stdout for scripts, else the report for people
+    (`where`: with where its files and pages are)."""
     if as_json:
         print(result.model_dump_json(indent=2))
         return
     from activities.artifacts import bucket_name
 
-    report(result, console, bucket_name(), ui_link, dashboard_link)
+    report(result, console, bucket_name(), ui_link, dashboard_link, where=where)
 
 
 def _revision_note(rec: IterationRecord) -> str:
@@ -217,10 +236,13 @@ def report(
     bucket: str,
     ui_link: str,
     dashboard_link: str | None = None,
+    *,
+    where: bool = True,
 ) -> None:
     """The final report: one table row per iteration, the verdict, spend, and where the best
     policy's files are (s3:// keys, a presigned video link when credentials allow), its pages
-    in the Temporal UI and the dashboard, and how to watch the policy."""
+    in the Temporal UI and the dashboard, and how to watch the policy. Without `where`, none of
+    that last part: for a caller whose services end with it (the demo says what stays)."""
     table = Table(title=Text(f"session {shown(result.session_id)}"), show_lines=False)
     for col in ("iter", "timesteps", "score", "passed", "diagnosis"):
         table.add_column(col, overflow="fold")
@@ -257,7 +279,8 @@ def report(
     say(console, f"  {usage_line(result.llm_usage, result.training_seconds)}")
     if result.best is None or result.best_score is None:
         say(console, f"no iteration was judged  {author}")
-        _links(console, ui_link, dashboard_link)
+        if where:
+            _links(console, ui_link, dashboard_link)
         return
     best = result.best.best_run
     # Why it did not pass, by the numbers: the unmet criteria of the best iteration.
@@ -270,6 +293,8 @@ def report(
             f"  best iteration {result.best_iteration}, score {result.best_score:.2f}  {author}",
         ),
     )
+    if not where:
+        return
     for label, key in (
         ("policy", best.model_key),
         ("normalizer", best.vecnormalize_key),

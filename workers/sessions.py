@@ -87,22 +87,30 @@ async def start_session(
 
 
 async def start_and_follow(
-    data: dict[str, Any], *, workflow_id: str | None, detach: bool, as_json: bool
+    data: dict[str, Any],
+    *,
+    workflow_id: str | None,
+    detach: bool,
+    as_json: bool,
+    links: bool = True,
 ) -> SessionResult | None:
     """Start a SessionWorkflow with `data` (a SessionInput's fields) and, unless detached,
     follow it live and print its result; None when detached. A session that fails ends the
-    command (status 1) with the one line that says why (`--json`: also as `error`)."""
+    command (status 1) with the one line that says why (`--json`: also as `error`). Without
+    `links`, no links at all: for a caller whose services end with it, and which says itself
+    where its own pages are while they last (the demo)."""
     settings = Settings()
     console = Console(stderr=as_json, soft_wrap=True)
     client = await connect(settings)
     handle = await start_session(client, data, workflow_id=workflow_id, settings=settings)
     wid = handle.id
     ui_link = settings.ui_link(wid, client.namespace)
-    say(console, f"session {shown(wid)} started  ({ui_link})")
+    say(console, f"session {shown(wid)} started" + (f"  ({ui_link})" if links else ""))
     say(console, f"  budget: {budget_line(data)}")
     if expected := expected_line(data):
         say(console, f"  expected: {expected}")
-    say(console, f"  dashboard: {settings.dashboard_link(wid)}")
+    if links:
+        say(console, f"  dashboard: {settings.dashboard_link(wid)}")
     if detach:
         console.print(f"follow it with: policyforge status {wid}")
         return None
@@ -114,7 +122,9 @@ async def start_and_follow(
             print(failure_json(wid, reason, ui_link))
         raise SystemExit(f"error: session {wid} failed: {reason}\n  {ui_link}") from None
     dashboard = settings.dashboard_link(wid)
-    print_result(result, console, as_json=as_json, ui_link=ui_link, dashboard_link=dashboard)
+    print_result(
+        result, console, as_json=as_json, ui_link=ui_link, dashboard_link=dashboard, where=links
+    )
     return result
 
 
