@@ -26,7 +26,8 @@ with workflow.unsafe.imports_passed_through():
         RewardArtifact,
         TrainResult,
     )
-    from workflows.steps import Steps, failure_line
+    from workflows.step_base import failure_line
+    from workflows.steps import Steps
     from workflows.synthesis import disagree, synthesize, verdicts_conflict, without_video
 
 

@@ -45,7 +45,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.runs import train_and_judge
     from workflows.state import SessionState
     from workflows.steering import Steering
-    from workflows.steps import SHORT_RETRY, Steps, failure_line
+    from workflows.step_base import SHORT_RETRY, failure_line
+    from workflows.steps import Steps
     from workflows.verdict import record_verdict
 
 

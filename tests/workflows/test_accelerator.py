@@ -24,7 +24,7 @@ from workflows.contracts.queues import (
     worker_train_queues,
 )
 from workflows.session import SessionWorkflow
-from workflows.steps import ACCELERATOR_PATCH
+from workflows.step_base import ACCELERATOR_PATCH
 
 INPUTS = {"prompt": "run forward", "env_id": "HalfCheetah-v5", "total_timesteps": 1000}
 TRAIN_POOL = {"validate_reward", "train_policy", "train_batch", "evaluate_policy"}

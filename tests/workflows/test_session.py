@@ -1054,7 +1054,7 @@ async def test_a_run_trained_with_a_fault_reported_at_its_end_goes_to_the_fixer(
 async def test_code_failing_after_validation_ends_the_session_when_the_fixes_run_out(
     temporal_env, queue_prefix
 ):
-    from workflows.steps import MAX_CODE_FAULTS
+    from workflows.step_code import MAX_CODE_FAULTS
 
     # Every fix fails in training again: the session gives up after MAX_CODE_FAULTS fixes,
     # quoting the error. The offline author has no fixer: its first failure ends the session.
