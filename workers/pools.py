@@ -173,6 +173,9 @@ def judge_worker(client: Client, settings: Settings) -> Worker:
         activities=pool_activities("judge"),
         activity_executor=ThreadPoolExecutor(8),
         max_concurrent_activities=8,
+        # Judging heartbeats every 10 s against a 30 s heartbeat timeout: each beat reaches
+        # the server, not one per 0.8 x the timeout (24 s, with 6 s to spare), as training's.
+        max_heartbeat_throttle_interval=timedelta(seconds=5),
     )
 
 
@@ -227,6 +230,21 @@ def prewarm_runners(names: list[str]) -> None:
     prewarm(*(jobs[name] for name in names if name in jobs))
 
 
+def clean_temporary_folders(root: str | None = None) -> None:
+    """At a worker's start: remove the temporary folders that killed workers and runs left
+    behind (activities/runner/run_dirs.py), in one log line with their count and size."""
+    from activities.runner import run_dirs
+
+    reaped = run_dirs.reap_stale(root)
+    if reaped.removed or reaped.left:
+        structlog.get_logger().info(
+            "removed the temporary folders of workers that are gone",
+            folders=len(reaped.removed),
+            bytes=reaped.bytes,
+            left=reaped.left or None,
+        )
+
+
 async def run_pools(
     client: Client,
     settings: Settings,
@@ -234,13 +252,27 @@ async def run_pools(
     *,
     handle_signals: bool = True,
     gpu: bool = False,
+    temp_root: bool | None = None,
 ) -> None:
     """Run the named pools until SIGINT/SIGTERM (or cancellation), then shut down gracefully.
-    `gpu`: the train pool serves the GPU queue (the entry point checked that it may)."""
+    `gpu`: the train pool serves the GPU queue (the entry point checked that it may).
+    `temp_root`: the process's temporary folders go into a worker folder of its own, removed by
+    the next worker's start if this one is killed (activities/runner/run_dirs.py); by default
+    when the call handles the signals, i.e. when it owns the process (not in tests)."""
+    from activities.runner import run_dirs
     from activities.sandbox.os_limits import mark_not_dumpable
 
     # Workers hold keys and credentials: no same-uid process may read or trace them.
     mark_not_dumpable()
+    await asyncio.to_thread(clean_temporary_folders)
+    own_root = handle_signals if temp_root is None else temp_root
+    with run_dirs.worker_temp_root() if own_root else contextlib.nullcontext():
+        await _serve(client, settings, names, handle_signals=handle_signals, gpu=gpu)
+
+
+async def _serve(
+    client: Client, settings: Settings, names: list[str], *, handle_signals: bool, gpu: bool
+) -> None:
     await log_sandbox_layers(names)
     warm_env_stack()
     prewarm_runners(names)

@@ -2,18 +2,22 @@
 
 Two judges: the built-in code judge (metrics from activities/behaviours/metrics.py, used by the
 offline author) runs here; LLM-written judge code runs only in a child process. The judgment
-also lands next to the run's artifacts as judgment.json, for people and the UI.
+also lands next to the run's artifacts as judgment.json, for people and the UI. Judging
+heartbeats from start to end (the workflow schedules it with a heartbeat timeout): a worker that
+died while judging is noticed, and the judging retried, within the timeout, not its 5 minutes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path, PurePosixPath
 from statistics import fmean
 from typing import Any
 
+from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
@@ -30,6 +34,7 @@ from workflows.contracts.activities import (
 )
 from workflows.contracts.judging import JudgeRequest, Judgment
 from workflows.contracts.keys import JUDGMENT, eval_checkpoints_prefix, run_prefix_of
+from workflows.contracts.timeouts import HEARTBEAT_EVERY
 
 # The judge child's limit, inside the activity's start-to-close (workflows/contracts/timeouts.py,
 # JUDGE.inner: 270 s), which also covers reading the episodes from S3 before it starts.
@@ -42,10 +47,36 @@ def judgment_key(trajectory_key: str) -> str | None:
     return prefix + JUDGMENT if prefix is not None else None
 
 
+@contextlib.asynccontextmanager
+async def _heartbeating() -> AsyncIterator[None]:
+    """Heartbeat at once and then every HEARTBEAT_EVERY, from a task of its own, while the
+    judging works (S3, the child, the verdicts off the event loop): the server knows the worker
+    lives, and a cancellation reaches the activity (which then kills its child)."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(HEARTBEAT_EVERY.total_seconds())
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 @implements(JUDGE_ROLLOUT)
 async def judge_rollout(req: JudgeRequest) -> Judgment:
     """Judge an evaluation episode (and the run's checkpoint episodes) with the session's judge
     code in a child, or with the built-in metrics; the judgment, also saved as judgment.json."""
+    # Heartbeats from start to end, S3 included (a heartbeat timeout is set).
+    async with _heartbeating():
+        return await _judge_rollout(req)
+
+
+async def _judge_rollout(req: JudgeRequest) -> Judgment:
     log = activity_logger(env_id=req.env_id, trajectory=req.trajectory_key)
     store = ArtifactStore()
     data = await asyncio.to_thread(store.get_bytes, req.trajectory_key)  # S3 errors: retryable

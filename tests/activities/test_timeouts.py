@@ -13,9 +13,9 @@ from temporalio.exceptions import ApplicationError
 from activities.judging import activities as judging
 from activities.llm.providers import registry
 from activities.sandbox import client as sandbox
-from activities.sandbox import judge_code
+from activities.sandbox import judge_code, reward_client
 from activities.training import activities as training
-from workflows import steps
+from workflows import step_base, step_code, step_runs, step_talks
 from workflows.contracts import timeouts
 from workflows.contracts.activities import ALL
 
@@ -25,6 +25,7 @@ HEARTBEATING = {
     "train_policy",
     "train_batch",
     "evaluate_policy",
+    "judge_rollout",
 }
 RUNS = (0, 1_000, 200_000, 5_000_000)  # timesteps of a training run
 
@@ -78,7 +79,7 @@ def test_the_train_pools_children_end_inside_their_activities():
     # A reward slow enough to stall training ends first, as the reward's fault (issue 42):
     # every read of a scoring call is shorter than the stall limit, with room for a progress
     # line after it.
-    assert sandbox.SCORE_READ_MAX_S + 30 < training.TRAIN_STALL_S
+    assert reward_client.SCORE_READ_MAX_S + 30 < training.TRAIN_STALL_S
     # Each limit inside the validation child (starting the sandbox, loading the code, one
     # judge_fn call with the sandbox's 30 s on top) is shorter than the child's own.
     assert sandbox.START_TIMEOUT_S < training.VALIDATE_TIMEOUT_S
@@ -104,8 +105,9 @@ def test_a_provider_request_ends_inside_its_llm_activity(monkeypatch):
 
 
 def test_the_workflow_takes_its_timeouts_from_the_table_only():
-    """workflows/steps.py schedules from the table (a session's history is checked against it
-    in tests/workers/test_metrics.py); no timeout of its own."""
-    source = inspect.getsource(steps)
-    assert "timeouts.for_activity" in source
-    assert not re.search(r"(timeout|heartbeat)\w*\s*=\s*timedelta", source)
+    """The steps (workflows/step_*.py) schedule from the table (a session's history is checked
+    against it in tests/workers/test_metrics.py); no timeout of their own."""
+    sources = [inspect.getsource(m) for m in (step_base, step_code, step_runs, step_talks)]
+    assert "timeouts.for_activity" in sources[0]
+    for source in sources:
+        assert not re.search(r"(timeout|heartbeat)\w*\s*=\s*timedelta", source)

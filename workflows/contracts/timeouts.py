@@ -49,8 +49,8 @@ VALIDATE = Deadline(timedelta(minutes=3), HEARTBEAT)
 # One deterministic episode with its video, in a child; the video upload comes after.
 EVALUATE = Deadline(timedelta(minutes=10), HEARTBEAT, reserve=timedelta(minutes=1))
 # The judge code in a child (or the built-in metrics in-process) on the episode and the
-# evaluation-checkpoint episodes.
-JUDGE = Deadline(timedelta(minutes=5))
+# evaluation-checkpoint episodes; it heartbeats, so a judge worker that died is noticed in 30 s.
+JUDGE = Deadline(timedelta(minutes=5), HEARTBEAT)
 # A read-only tool an agent called (S3 reads and numpy; no child, no inner limit).
 SESSION_TOOL = Deadline(timedelta(minutes=2))
 # One small object put to S3 (a benchmark's result, a lesson page).
