@@ -145,7 +145,8 @@ class SharedSlots(CustomSlotSupplier):
 def train_workers(client: Client, settings: Settings, kind: WorkerKind = "cpu") -> list[Worker]:
     """The train pool: reward validation, training and evaluation rollouts, one run per slot,
     from the shared training queue and the queue of its kind (sessions that asked for it)."""
-    # Each training run is a single-threaded child process: one run per core.
+    # Each run is a child process on the batched engine; the runs in progress share the
+    # worker's cores (activities/training/core_share.py), re-shared as runs start and end.
     slots = SharedSlots(settings.train_concurrency)
     executor = ThreadPoolExecutor(slots.limit + 3)
     return [

@@ -330,9 +330,12 @@ async def train_policy(req: TrainRequest) -> TrainResult:
         req.env_id,
         req.algo,
         (resume_from.checkpoint_timesteps or 0) if resume_from else 0,
+        session_id=req.session_id,
+        run=req.run_name,
     )
     # Heartbeats from start to end, downloads and uploads included (a heartbeat timeout is set).
-    async with _heartbeating(lambda: progress):
+    # The run's speed series goes once it ends, however it ends.
+    async with _heartbeating(lambda: progress), _finishing(meter):
         with (
             sharing_cores() as share,
             tempfile.TemporaryDirectory(prefix="pf-train-", ignore_cleanup_errors=True) as tmp,
@@ -464,6 +467,14 @@ async def train_policy(req: TrainRequest) -> TrainResult:
             "final_eval": final,
         }
     )
+
+
+@contextlib.asynccontextmanager
+async def _finishing(meter: TrainingMeter) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        meter.finish()
 
 
 def train_result(prefix: str, summary: dict[str, Any]) -> TrainResult:
