@@ -5,25 +5,41 @@ Sessions on Temporal (`run`, `status`, the steering updates) go through the sess
 `workers/sessions.py`, which prints with `workers/render.py`; the commands that need no server
 (`train`, `check-*`, the benches) are in `workers/local_commands.py`; `dev`, `worker` and
 `demo` host services and worker pools (`workers/dev.py`, `workers/main.py`, `workers/demo.py`).
+
+Each command imports what it needs when it runs (in `_main`'s branch for it): building the parser
+imports no client, trainer or simulator, so `--help`, `status` and `sessions` start fast
+(tests/workers/test_cli_imports.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workers.input_checks import check_session_input
 from workers.lessons import add_parser as lessons_parser
-from workers.local_commands import cmd_bench_sandbox, cmd_bench_train, cmd_check, cmd_train
 from workers.play import add_parser as play_parser
 from workers.session_list import add_parser as sessions_parser
 from workflows.contracts.session import ENV_IDS
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+# The commands that need no server, still importable from here by these names (a bench test
+# does), loaded only when one is asked for.
+_LOCAL_COMMANDS = ("cmd_bench_sandbox", "cmd_bench_train", "cmd_check", "cmd_train")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LOCAL_COMMANDS:
+        from workers import local_commands
+
+        return getattr(local_commands, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Commands that send an update to a running session, and their help.
 STEERING = {
@@ -320,6 +336,8 @@ def _main(argv: list[str] | None) -> None:
     configure_logging(
         settings.log_level if args.command in ("dev", "worker", "demo", "ui") else "warning"
     )
+    import asyncio
+
     from workers.client import NoServerError
 
     try:
@@ -343,6 +361,7 @@ def _main(argv: list[str] | None) -> None:
 
             sys.exit(run_demo(settings, args.timesteps, args.out))
         elif args.command == "run":
+            from workers.input_checks import check_session_input
             from workers.sessions import start_and_follow
 
             data = session_input(args)
@@ -359,8 +378,12 @@ def _main(argv: list[str] | None) -> None:
 
             asyncio.run(show_status(args.session_id, args.json))
         elif args.command == "train":
+            from workers.local_commands import cmd_train
+
             cmd_train(args)
         elif args.command in ("check-reward", "check-judge"):
+            from workers.local_commands import cmd_check
+
             cmd_check(args)
         elif args.command in STEERING:
             from workers.sessions import SteeringRefused
@@ -376,8 +399,12 @@ def _main(argv: list[str] | None) -> None:
 
             cmd_bench(args, session_options(args))
         elif args.command == "bench-sandbox":
+            from workers.local_commands import cmd_bench_sandbox
+
             cmd_bench_sandbox(args)
         elif args.command == "bench-train":
+            from workers.local_commands import cmd_bench_train
+
             cmd_bench_train(args)
         elif args.command == "lessons":
             from workers.lessons import cmd_lessons

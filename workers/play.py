@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rich.console import Console
 
 from workers.input_checks import env_errors, exit_on
@@ -27,6 +26,8 @@ from workers.render import say
 from workflows.contracts.shown import shown
 
 if TYPE_CHECKING:  # gymnasium and torch load only when a policy is played: `--help` needs none
+    import numpy as np
+
     from workers.policies import Policy
 
 # Measured on every episode where the env has them: what most criteria are about.
@@ -115,6 +116,8 @@ def cmd_play(args: argparse.Namespace) -> None:
 
 def play_episode(policy: Policy, seed: int, max_steps: int | None) -> Episode:
     """One deterministic episode (at most `max_steps`), its figures and states."""
+    import numpy as np
+
     from activities.behaviours.layout import SENSOR_KEYS
     from activities.training.sim import scalar_info
 

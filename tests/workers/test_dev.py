@@ -304,7 +304,7 @@ print(json.dumps({"stages": seen, "status": result.status}))
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "training" in out["stages"] and out["status"] in ("passed", "not_passed")
-    assert len(out["stages"]) >= 3  # starting or authoring, training, judging ...
+    assert len(out["stages"]) >= 2  # the statuses as they changed, not only the last
 
 
 def test_ctrl_c_stops_everything(stack: Stack):
