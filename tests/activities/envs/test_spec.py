@@ -14,7 +14,8 @@ import pytest
 from activities.envs.catalog import facts
 from activities.envs.meanings import UNKNOWN_INFO
 from activities.envs.quiet import quiet_mujoco
-from activities.envs.spec import FINGERTIP, EnvSpec, env_spec
+from activities.envs.spec import env_spec
+from activities.envs.spec_model import FINGERTIP, EnvSpec
 from activities.training.reward_runtime import load_reward
 from activities.training.sim import make_env
 from workflows.contracts.session import ENV_IDS

@@ -241,6 +241,12 @@ def _allowed_origin(value: object) -> bool:
         *MODULE_SOURCES.values(),
         "activities.behaviours.shaping",
         "activities.behaviours.parts",  # the body-part measures primitives re-exports
+        # The measures and reward forms primitives re-exports, by kind.
+        "activities.behaviours.torso",
+        "activities.behaviours.rotation",
+        "activities.behaviours.limbs",
+        "activities.behaviours.fixed_base",
+        "activities.behaviours.reward_forms",
     )
 
 
