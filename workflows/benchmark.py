@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.contracts.context import OFFLINE_LABEL, is_offline
     from workflows.contracts.queues import task_queue
     from workflows.contracts.session import SessionInput, SessionResult
-    from workflows.session import failure_line
+    from workflows.step_base import failure_line
 
 STORE_RETRY = RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30))
 

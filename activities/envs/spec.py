@@ -8,7 +8,7 @@ hard-codes) lives in `meanings`. tests/activities/envs/test_spec.py checks every
 index against live data.
 
 This module builds and caches the spec; `spec_model` is what a spec holds (`EnvSpec` and its
-entries), `spec_reader` reads it off the live env, and `spec_prompt` writes it as prompt text.
+entries), `spec_reader` reads it off the live env, and `spec_model` writes it as prompt text.
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ with workflow.unsafe.imports_passed_through():
     from tests.workflows.test_steering import until
     from workflows.contracts.queues import task_queue
     from workflows.contracts.steering import ApprovalDecision
-    from workflows.session import Plan, SessionWorkflow
+    from workflows.session import SessionWorkflow
+    from workflows.stages import Plan
     from workflows.steps import Steps
 
 PATCH = "upgrade-test-settle-before-validation"
