@@ -21,7 +21,7 @@ JUDGE = ChildJob(MODULE, "judge")
 
 
 def _judge(req: ChildRequest, run: child.Run) -> dict[str, Any]:
-    from activities.sandbox.client import judge_all
+    from activities.sandbox.judge_client import judge_all
     from activities.sandbox.judge_code import load_trajectory
 
     if req.trajectory_path is None:

@@ -4,9 +4,9 @@
 
 It imports what generated code may use, confines itself (see `confine.py`), reports which
 layers hold in a first frame, and then answers frames from its client on stdin/stdout (see
-`client.py` for the operations). It refuses to go on when a required layer is missing. Its
-stderr is a pipe that the client drains, keeping the last few KB for the one-line error it
-reports when the process dies (no file on the real disk).
+`client.py`, `reward_client.py` and `judge_client.py` for the operations). It refuses to go on
+when a required layer is missing. Its stderr is a pipe that the client drains, keeping the last
+few KB for the one-line error it reports when the process dies (no file on the real disk).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from activities.sandbox import guards, layers, wire
 from activities.sandbox.confine import confine_sandbox
 from activities.sandbox.errors import code_error, one_line
 from activities.sandbox.judge_code import load_judge
-from activities.sandbox.reward_code import LoadedReward, counts_of, load_reward
+from activities.sandbox.loaded_reward import LoadedReward, counts_of, load_reward
 
 _FILES: tuple[str, ...] = ()
 

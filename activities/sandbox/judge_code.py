@@ -1,8 +1,8 @@
 """Loading LLM-written judge code and checking what it returns: the mirror of `reward_code`.
 
 `load_judge` runs only in the sandbox process (`activities.sandbox.host`); `check_judgment` runs
-there and again on the trusted side (`client.judge_all`), which never takes the sandbox's word
-for the format.
+there and again on the trusted side (`judge_client.judge_all`), which never takes the sandbox's
+word for the format.
 
 The contract (DESIGN.md): `judge_fn(trajectory) -> {"criteria": {name: score in [0, 1]},
 "measured": {name: value}, "diagnosis": str, "failure_tags": [str]}` (an overall "score" may

@@ -21,7 +21,8 @@ from activities.runner.protocol import BatchMember, CheckedShaping
 
 if TYPE_CHECKING:  # the runner imports this module without an S3 client
     from activities.artifacts import ArtifactStore
-    from activities.sandbox.client import SandboxClient, SandboxRewards
+    from activities.sandbox.client import SandboxClient
+    from activities.sandbox.reward_client import SandboxRewards
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def apply(rewards: Any, checked: CheckedShaping | None, filename: str) -> None:
 def member_rewards(box: SandboxClient, member: BatchMember) -> SandboxRewards:
     """A batch member's reward (training's: non-finite rewards zeroed and counted), loaded in
     its sandbox, with the SHAPING its validation checked."""
-    from activities.sandbox.client import SandboxRewards
+    from activities.sandbox.reward_client import SandboxRewards
 
     rewards = SandboxRewards(box, member.reward_source, member.reward_filename, strict=False)
     apply(rewards, member.reward_shaping, member.reward_filename)

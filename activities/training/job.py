@@ -41,7 +41,7 @@ EVALUATE_MEMBERS_BESIDE = ChildJob(MODULE, "evaluate_members_beside")
 
 def _rewards(req: ChildRequest, run: child.Run) -> ColumnRewards:
     """The session's reward: in the sandbox; in-process only for the benchmark's own reward."""
-    from activities.sandbox.client import SandboxRewards
+    from activities.sandbox.reward_client import SandboxRewards
     from activities.training.checked_shaping import apply as apply_checked_shaping
     from activities.training.reward_runtime import LocalRewards, load_reward
 
@@ -217,7 +217,7 @@ def _validate_judge(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     one load of its sandbox; each episode's checked answer and the behaviour library's values
     beside it. The trusted side decides (activities/training/activities.py, judge_problem)."""
     from activities.behaviours.measured import library_values
-    from activities.sandbox.client import judge_all
+    from activities.sandbox.judge_client import judge_all
     from activities.training.contrasts import episodes
 
     if req.judge_source is None:

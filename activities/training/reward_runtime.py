@@ -1,7 +1,8 @@
 """Applying the session's reward to environments, from the trusted side.
 
-The reward code itself runs in the sandbox process (`activities.sandbox.client.SandboxRewards`);
-here an env is only stepped and its transitions handed over. `LocalRewards` runs a reward in
+The reward code itself runs in the sandbox process (its trusted side:
+`activities.sandbox.reward_client.SandboxRewards`); here an env is only stepped and its
+transitions handed over. `LocalRewards` runs a reward in
 this process instead: for tests of our own templates and the overhead benchmark's fixed reward,
 never for generated code in a session.
 """
@@ -16,19 +17,13 @@ import gymnasium as gym
 import numpy as np
 
 from activities.behaviours.sensors import BodySensors
-from activities.sandbox.client import Transition
+from activities.sandbox.reward_client import Transition
 from activities.training.phase_clock import PhaseClock, policy_obs
 
 if TYPE_CHECKING:
     from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
-from activities.sandbox.reward_code import (
-    LoadedReward,
-    RewardFunction,
-    RewardLoadError,
-    counts_of,
-    load_reward,
-    parse_check,
-)
+from activities.sandbox.loaded_reward import LoadedReward, counts_of, load_reward
+from activities.sandbox.reward_code import RewardFunction, RewardLoadError, parse_check
 
 __all__ = [
     "LoadedReward",

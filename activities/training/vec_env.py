@@ -22,7 +22,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
-from activities.sandbox.client import Transition
+from activities.sandbox.reward_client import Transition
 from activities.training.reward_runtime import Rewards, TransitionTap
 
 # Transitions per call when a rollout is scored: bounds one message and one call's time.

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from activities.sandbox.reward_code import RewardLoadError, load_reward
+from activities.sandbox.loaded_reward import load_reward
+from activities.sandbox.reward_code import RewardLoadError
 from tests.workers.test_cli import run_cli
 
 GUIDE = """from policyforge import RewardFunction

@@ -23,7 +23,8 @@ from typing import Any
 
 import torch
 
-from activities.sandbox.client import SandboxClient, SandboxRewards
+from activities.sandbox.client import SandboxClient
+from activities.sandbox.reward_client import SandboxRewards
 from activities.training.batched.envs import BatchEnvs
 from activities.training.batched.evaluate import evaluate_candidates
 from activities.training.batched.export import save_candidate

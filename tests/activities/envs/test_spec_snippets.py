@@ -37,15 +37,18 @@ from activities.behaviours.catalog import primitives_for
 from activities.behaviours.layout import FREE, PLANAR, SWIMMER, layout
 from activities.envs.catalog import ENVS, facts
 from activities.envs.spec import env_spec
-from activities.sandbox.client import SandboxClient, SandboxRewards, judge_all
+from activities.sandbox.client import SandboxClient
+from activities.sandbox.judge_client import judge_all
 from activities.sandbox.judge_code import JudgeLoadError
+from activities.sandbox.loaded_reward import load_reward
 from activities.sandbox.policy import (
     ALLOWED_BUILTINS,
     ALLOWED_MODULES,
     FORBIDDEN_ATTRIBUTES,
     FORBIDDEN_NAMES,
 )
-from activities.sandbox.reward_code import RewardLoadError, load_reward
+from activities.sandbox.reward_client import SandboxRewards
+from activities.sandbox.reward_code import RewardLoadError
 from activities.sandbox.static_check import SandboxViolation, check_source
 from activities.training.reward_runtime import LocalRewards
 from activities.training.rollout import collect

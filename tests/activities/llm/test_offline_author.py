@@ -304,7 +304,7 @@ def test_swimmer_locomotion_shows_the_policy_the_episode_clock(
 ):
     # rl-zoo's Swimmer recipe gives the policy a time feature; the offline author's Swimmer
     # locomotion rewards declare it (SHAPING clock), and say so. Other bodies do not need it.
-    from activities.sandbox.reward_code import load_reward
+    from activities.sandbox.loaded_reward import load_reward
 
     authored = OfflineAuthor().author(intent, env_id)
     loaded = load_reward(authored.reward.code, "reward.py")

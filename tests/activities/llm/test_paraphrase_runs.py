@@ -18,7 +18,7 @@ from activities.envs.quiet import quiet_mujoco
 from activities.judging.code_judge import judge as builtin_judge
 from activities.llm.offline import OfflineAuthor
 from activities.sandbox.judge_code import run_judge
-from activities.sandbox.reward_code import load_reward
+from activities.sandbox.loaded_reward import load_reward
 from activities.training.rollout import random_trajectory
 from activities.training.sim import make_env
 

@@ -9,7 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from activities.sandbox.client import SandboxClient, SandboxRewards, judge_in_sandbox
+from activities.sandbox.client import SandboxClient
+from activities.sandbox.judge_client import judge_in_sandbox
+from activities.sandbox.reward_client import SandboxRewards
 from activities.sandbox.reward_code import RewardLoadError
 
 # Answers whose conversion never ends: float() or str() of them loops in the code's own hook.

@@ -15,6 +15,7 @@ import types
 import numpy as np
 import pytest
 
+from activities.sandbox.loaded_reward import load_reward
 from activities.sandbox.policy import ALLOWED_MODULES, MODULE_EXPORTS, MODULE_SOURCES
 from activities.sandbox.restricted import (
     SandboxViolation,
@@ -22,7 +23,7 @@ from activities.sandbox.restricted import (
     exec_untrusted,
     safe_builtins,
 )
-from activities.sandbox.reward_code import RewardFunction, load_reward
+from activities.sandbox.reward_code import RewardFunction
 from activities.sandbox.static_check import check_source
 
 OBS = np.linspace(-1.0, 1.0, 17)

@@ -24,8 +24,9 @@ import pytest
 from activities.runner.protocol import ChildFailed, ChildRequest
 from activities.runner.supervisor import run_child
 from activities.sandbox import layers
-from activities.sandbox.client import SandboxClient, SandboxRewards
+from activities.sandbox.client import SandboxClient
 from activities.sandbox.limits import MAX_THREADS, SCRATCH_FILES, SCRATCH_MB, SCRATCH_TMPFS
+from activities.sandbox.reward_client import SandboxRewards
 from activities.sandbox.reward_code import RewardLoadError
 from activities.training import job as training_job
 

@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 
 from activities.sandbox import layers, scrub
-from activities.sandbox.client import SandboxClient, SandboxRewards
+from activities.sandbox.client import SandboxClient
 from activities.sandbox.limits import SCRATCH_TMPFS
+from activities.sandbox.reward_client import SandboxRewards
 
 DEPTH = 3_000
 SCRUB = Path(scrub.__file__)

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from activities.sandbox import layers
-from activities.sandbox.client import STDERR_TAIL_BYTES, SandboxClient, SandboxRewards
+from activities.sandbox.client import STDERR_TAIL_BYTES, SandboxClient
+from activities.sandbox.reward_client import SandboxRewards
 from activities.sandbox.reward_code import RewardLoadError
 
 FLOOD_BYTES = 10 << 20

@@ -19,8 +19,10 @@ import pytest
 from activities.runner.protocol import ChildRequest
 from activities.runner.supervisor import run_child
 from activities.sandbox import wire
-from activities.sandbox.client import SandboxClient, SandboxRewards, judge_all
+from activities.sandbox.client import SandboxClient
+from activities.sandbox.judge_client import judge_all
 from activities.sandbox.judge_code import JudgeLoadError
+from activities.sandbox.reward_client import SandboxRewards
 from activities.sandbox.reward_code import MAX_TERM_NAME, MAX_TERMS, RewardLoadError
 from activities.training import job
 from activities.training.activities import train_result
@@ -253,10 +255,10 @@ def reward_fn(obs, action, next_obs, info):
 
 
 def test_the_module_bodies_of_all_instances_share_one_budget(box, monkeypatch):
-    from activities.sandbox import client
+    from activities.sandbox import reward_client
 
     rewards = SandboxRewards(box, SLOW_MODULE, "reward_fn.py")
-    monkeypatch.setattr(client, "MODULE_BUDGET_S", rewards._module_s * 2.5)
+    monkeypatch.setattr(reward_client, "MODULE_BUDGET_S", rewards._module_s * 2.5)
     rewards.new_instance()  # the one the load made
     with pytest.raises(RewardLoadError, match="running the module for each env took over"):
         for _ in range(10):
@@ -342,9 +344,9 @@ def test_a_reward_slow_enough_to_stall_training_is_its_own_fault(box, monkeypatc
     stall limit fired first and blamed the infrastructure (issue 42). The read's cap, under
     the stall limit, ends it as the reward's error, with what to change (cap lowered here to
     keep the test short; test_timeouts keeps the real one under the stall limit)."""
-    from activities.sandbox import client
+    from activities.sandbox import reward_client
 
-    monkeypatch.setattr(client, "SCORE_READ_MAX_S", 2.0)
+    monkeypatch.setattr(reward_client, "SCORE_READ_MAX_S", 2.0)
     rewards = SandboxRewards(box, SLOW_BUT_LEGAL, "reward_fn.py")
     rid = rewards.new_instance()
     n = 2048

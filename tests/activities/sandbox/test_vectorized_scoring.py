@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from activities.sandbox.client import SandboxClient, SandboxRewards
-from activities.sandbox.reward_code import RewardLoadError, load_reward
+from activities.sandbox.client import SandboxClient
+from activities.sandbox.loaded_reward import load_reward
+from activities.sandbox.reward_client import SandboxRewards
+from activities.sandbox.reward_code import RewardLoadError
 from activities.training.batched.envs import BatchEnvs
 
 PER_ROW = """import numpy as np

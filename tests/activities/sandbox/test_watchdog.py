@@ -23,8 +23,9 @@ import numpy as np
 import pytest
 
 from activities.sandbox import layers, scrub, watchdog
-from activities.sandbox.client import SandboxClient, SandboxRewards
+from activities.sandbox.client import SandboxClient
 from activities.sandbox.limits import SCRATCH_MB, SCRATCH_TMPFS
+from activities.sandbox.reward_client import SandboxRewards
 from activities.sandbox.reward_code import RewardLoadError
 from tests.activities.sandbox.hostile_os import BANKED_CPU, CASES, source
 

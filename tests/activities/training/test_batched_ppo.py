@@ -12,7 +12,8 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from activities.runner.baseline_reward import RUN_FORWARD
-from activities.sandbox.client import SandboxClient, SandboxRewards
+from activities.sandbox.client import SandboxClient
+from activities.sandbox.reward_client import SandboxRewards
 from activities.training.batched.evaluate import evaluate_candidates
 from activities.training.batched.export import save_candidate
 from activities.training.batched.normalize import StackedNormalizer
