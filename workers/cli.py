@@ -145,6 +145,17 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--reward", default=None, help="a reward file to measure (default: a built-in run-forward)"
     )
+    share = sub.add_parser(
+        "bench-share", help="two training runs at once, each against its speed alone: fair?"
+    )
+    share.add_argument("--env", default="HalfCheetah-v5", dest="env_id")
+    share.add_argument("--timesteps", type=int, default=100_000, help="PPO steps per run")
+    share.add_argument(
+        "--workers",
+        choices=("one", "two"),
+        default="one",
+        help="the runs under one train worker's core share, or each under its own worker's",
+    )
     bt = sub.add_parser(
         "bench-train", help="our trainer vs a plain SB3 PPO script on the env's reward, one run"
     )
@@ -402,6 +413,10 @@ def _main(argv: list[str] | None) -> None:
             from workers.local_commands import cmd_bench_sandbox
 
             cmd_bench_sandbox(args)
+        elif args.command == "bench-share":
+            from workers.local_commands import cmd_bench_share
+
+            cmd_bench_share(args)
         elif args.command == "bench-train":
             from workers.local_commands import cmd_bench_train
 

@@ -1,5 +1,5 @@
 """The CLI side of the commands that need no server: `train`, `check-reward` / `check-judge`,
-`bench-sandbox` and `bench-train`.
+`bench-sandbox`, `bench-share` and `bench-train`.
 
 Each checks its arguments (one-line errors), calls the work in `workers/local/`, and prints
 what came back; the benches end with one JSON line for scripts. What the sandbox sends back
@@ -132,6 +132,21 @@ def _check_judge(args: argparse.Namespace) -> None:
     _layers(console, out)
     if out["problem"] is not None:
         raise SystemExit(1)
+
+
+def cmd_bench_share(args: argparse.Namespace) -> None:
+    """`policyforge bench-share`: two training runs at once against each one alone."""
+    import asyncio
+
+    from workers.local.bench_share import Mode, bench_share, report
+
+    exit_on(env_errors(args.env_id))
+    console = Console(soft_wrap=True)
+    mode: Mode = "worker" if args.workers == "one" else "workers"
+    console.print(f"{args.env_id}: {args.timesteps:,} steps per run, alone and then together")
+    speeds = asyncio.run(bench_share(args.env_id, args.timesteps, mode))
+    for line in report(args.env_id, mode, speeds):
+        console.print(line)
 
 
 def cmd_bench_sandbox(args: argparse.Namespace) -> None:

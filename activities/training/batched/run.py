@@ -42,6 +42,7 @@ from activities.training.board import Board
 from activities.training.checked_shaping import member_rewards
 from activities.training.core_share import threads_asked
 from activities.training.eval_checkpoints import keep_checkpoint_policy, stop_requested
+from activities.training.free_cores import FreeCores
 from activities.training.ppo import final_term_means
 from activities.training.presets import preset_for
 from activities.training.reward_runtime import ColumnRewards, reward_counts
@@ -94,6 +95,11 @@ def train_members(
     is dropped and the others train on (its summary carries the error)."""
     if req.algo != "ppo":
         raise ValueError(f"batched training is PPO only (got algo {req.algo!r})")
+    # The worker's share may have changed since the request was written (another run started
+    # meanwhile): a first rollout on more threads than that crawls (265 steps/s where 1 thread
+    # gave 8,000), so the marker rules from the start.
+    free = FreeCores()
+    threads = threads_asked(out) or threads
     torch.set_num_threads(threads)
     ppo = BatchedPPO(
         req.env_id,
@@ -160,9 +166,11 @@ def train_members(
             # Training's own time: evaluations played here are not what the plan measures.
             spent = evals.seconds + (periodic.seconds if periodic is not None else 0.0)
             planner.after_update(now - t0 - spent)
-        if (asked := threads_asked(out)) is not None and asked != p.threads:
-            p.set_threads(asked)
-            emit({"event": "threads", "threads": asked, "timesteps": p.steps_done})
+        # The worker's share, less the cores other processes kept busy since the last update.
+        share = threads_asked(out) or threads
+        if (wanted := free.threads(share)) != p.threads:
+            p.set_threads(wanted)
+            emit({"event": "threads", "threads": wanted, "timesteps": p.steps_done})
         if (marker := stop_requested(out)) is not None and not p.stopped:
             p.stopped, stopped["pct"] = True, int(marker["pct"])
             emit({"event": "stopped_at_pass", "timesteps": p.steps_done, **marker})

@@ -73,4 +73,7 @@ def test_a_training_run_takes_a_new_share_between_updates(tmp_path: Path):
 
     summary = _run_sync(lambda: run_child(job.TRAIN, req, out, seen, stall_s=120))
     assert summary["engine"]["threads"] == 1
-    assert [e["threads"] for e in events if e.get("event") == "threads"] == [1]
+    # Taken from its start, not after a first rollout on 2 threads: two runs on 2 cores, the
+    # one that started on 2 threads made its first 2,048 steps in 7.7 s (265 steps/s) beside
+    # the other's 8,000 steps/s (issue 43).
+    assert [e["threads"] for e in events if e.get("event") == "threads"] == []
