@@ -25,7 +25,7 @@ from activities.llm.agents import dialogue, fixer, judge, reward
 from activities.llm.agents.answers import within_cost
 from activities.llm.judging_activities import JUDGING_LLM_ACTIVITIES
 from activities.llm.offline import OfflineAuthor
-from activities.llm.offline.render import RenderedReward
+from activities.llm.offline.rendering.render import RenderedReward
 from activities.llm.provider import is_offline, llm_only, model_label
 from activities.logs import activity_logger
 from workflows.contracts import keys

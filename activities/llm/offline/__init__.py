@@ -5,8 +5,8 @@ connects to anything.
 """
 
 from activities.llm.offline.author import Authored, OfflineAuthor
-from activities.llm.offline.matcher import Match, match_intent
-from activities.llm.offline.render import RenderedReward, render_reward
+from activities.llm.offline.behaviours.matcher import Match, match_intent
+from activities.llm.offline.rendering.render import RenderedReward, render_reward
 from activities.llm.offline.reviser import Revision, revise
 
 __all__ = [

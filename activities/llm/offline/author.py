@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from activities.lessons import Entry, Lesson
-from activities.llm.offline.composed import (
+from activities.llm.offline.behaviours.matcher import Match, match_intent
+from activities.llm.offline.rendering.composed import (
     TEMPLATE,
     added_names,
     composition_for,
     judge_code,
     render_composed,
 )
-from activities.llm.offline.matcher import Match, match_intent
-from activities.llm.offline.render import RenderedReward, render_reward
+from activities.llm.offline.rendering.render import RenderedReward, render_reward
 from activities.llm.offline.reviser import Revision, revise
 from workflows.contracts.context import OFFLINE_LABEL
 from workflows.contracts.judging import Criterion

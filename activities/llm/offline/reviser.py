@@ -15,17 +15,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from activities.llm.offline.composed import TEMPLATE as COMPOSED
-from activities.llm.offline.composed import (
+from activities.llm.offline.behaviours.library import SPECS, TemplateSpec
+from activities.llm.offline.behaviours.matcher import match_intent
+from activities.llm.offline.rendering.composed import TEMPLATE as COMPOSED
+from activities.llm.offline.rendering.composed import (
     added_names,
     composition_for,
     recompose_without_falls,
     render_composed,
     revise_weights,
 )
-from activities.llm.offline.library import SPECS, TemplateSpec
-from activities.llm.offline.matcher import match_intent
-from activities.llm.offline.render import RenderedReward, clean_params, num, render_reward
+from activities.llm.offline.rendering.render import RenderedReward, clean_params, num, render_reward
 from workflows.contracts.llm import ReviseRequest
 from workflows.verdict import unmet
 

@@ -12,7 +12,11 @@ from temporalio.exceptions import ApplicationError
 
 from activities.behaviours.metrics import available_metrics
 from activities.llm.offline import OfflineAuthor, match_intent
-from activities.llm.offline.composed import composition_for, constant_dominates, revise_weights
+from activities.llm.offline.rendering.composed import (
+    composition_for,
+    constant_dominates,
+    revise_weights,
+)
 from activities.llm.offline.reviser import revise
 from activities.training.reward_runtime import RewardWrapper, load_reward
 from workflows.contracts.judging import CriterionScore, Judgment

@@ -15,8 +15,8 @@ from temporalio.exceptions import ApplicationError
 from activities.behaviours.layout import PLANAR, layout
 from activities.envs.catalog import ENVS, facts
 from activities.llm.offline import OfflineAuthor
-from activities.llm.offline.compose import QUALIFIER_WORDS
-from activities.llm.offline.reader import read
+from activities.llm.offline.behaviours.compose import QUALIFIER_WORDS
+from activities.llm.offline.reading.reader import read
 from tests.activities.llm.descriptions import BANK
 from tests.activities.llm.paraphrases import BANK as PARAPHRASES
 from tests.activities.llm.test_paraphrases import PASS_RATE, problems

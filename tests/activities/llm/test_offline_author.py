@@ -11,7 +11,7 @@ from temporalio.exceptions import ApplicationError
 from activities.behaviours.metrics import METRICS, available_metrics
 from activities.envs.catalog import facts
 from activities.llm.offline import OfflineAuthor, match_intent
-from activities.llm.offline.render import num, render_reward
+from activities.llm.offline.rendering.render import num, render_reward
 
 DEV_INTENTS = Path(__file__).with_name("dev_intents.csv")
 SHARED_INTENTS = Path("/work/shared/cases/dev_intents.csv")
@@ -210,7 +210,7 @@ def test_authoring_is_deterministic_and_code_matches_the_artifact():
 
 
 def test_prompt_cannot_break_out_of_the_code_comment():
-    from activities.llm.offline.render import render_reward
+    from activities.llm.offline.rendering.render import render_reward
 
     evil = 'run forward\nimport os; os.system("x")\n"""'
     reward = render_reward(

@@ -12,7 +12,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.envs.catalog import facts
 from activities.llm.offline import OfflineAuthor, revise
-from activities.llm.offline.composed import composition_for
+from activities.llm.offline.rendering.composed import composition_for
 from activities.training.batched.shaping import parse
 from workflows.contracts.judging import CriterionScore, Judgment
 from workflows.contracts.llm import ReviseRequest

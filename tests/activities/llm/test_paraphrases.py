@@ -18,7 +18,7 @@ from activities.behaviours.metrics import available_metrics
 from activities.envs.catalog import ENVS
 from activities.llm.offline import OfflineAuthor
 from activities.llm.offline.author import Authored
-from activities.llm.offline.reader import Parsed, read
+from activities.llm.offline.reading.reader import Parsed, read
 from tests.activities.llm.paraphrases import BANK, Case
 
 EXPRESSED = [c for c in BANK if "refuse" not in c[2]]

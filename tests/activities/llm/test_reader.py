@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from activities.llm.offline.matcher import match_intent
-from activities.llm.offline.reader import read
-from activities.llm.offline.refusals import NotExpressible
-from activities.llm.offline.tokens import lemma, normalize
+from activities.llm.offline.behaviours.matcher import match_intent
+from activities.llm.offline.reading.reader import read
+from activities.llm.offline.words.refusals import NotExpressible
+from activities.llm.offline.words.tokens import lemma, normalize
 
 
 def test_tokens_split_units_numbers_and_clauses():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from activities.llm.offline import match_intent, render_reward
-from activities.llm.offline.library import BODIES, SPECS
+from activities.llm.offline.behaviours.library import BODIES, SPECS
 from activities.training.reward_runtime import RewardWrapper, load_reward
 
 # Drop only MuJoCo 4's per-env settotalmass deprecation warning; keep any other.

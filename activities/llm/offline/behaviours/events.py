@@ -7,14 +7,20 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-import activities.llm.offline.library as lib
+import activities.llm.offline.behaviours.library as lib
 from activities.behaviours.layout import FREE, PLANAR
-from activities.llm.offline.compose import QUALIFIER, QUALIFIER_WORDS, TASK, Builder, Term
-from activities.llm.offline.cores import ANGLE_LIMITED, jump_target
-from activities.llm.offline.judge import Measure
-from activities.llm.offline.phase_plan import Gated, Plan
-from activities.llm.offline.refusals import NotExpressible
-from activities.llm.offline.steps import Step
+from activities.llm.offline.behaviours.compose import (
+    QUALIFIER,
+    QUALIFIER_WORDS,
+    TASK,
+    Builder,
+    Term,
+)
+from activities.llm.offline.behaviours.cores import ANGLE_LIMITED, jump_target
+from activities.llm.offline.behaviours.measures import Measure
+from activities.llm.offline.behaviours.phase_plan import Gated, Plan
+from activities.llm.offline.reading.steps import Step
+from activities.llm.offline.words.refusals import NotExpressible
 
 TURN = 2.0 * math.pi
 RISE_SPEED = 2.0  # m/s upward: pays a counted jump's rise term's speed half in full

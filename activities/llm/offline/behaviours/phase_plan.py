@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-import activities.llm.offline.library as lib
-from activities.llm.offline.compose import Builder, Term
-from activities.llm.offline.refusals import NotExpressible
-from activities.llm.offline.steps import Step
+import activities.llm.offline.behaviours.library as lib
+from activities.llm.offline.behaviours.compose import Builder, Term
+from activities.llm.offline.reading.steps import Step
+from activities.llm.offline.words.refusals import NotExpressible
 
 # Seconds a counted jump or a flip is given in a sequence (the time phases after it start then).
 EVENT_SECONDS = {"jump": 1.2, "flip": 2.5, "roll": 2.5}

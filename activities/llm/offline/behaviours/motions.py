@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 
-import activities.llm.offline.library as lib
+import activities.llm.offline.behaviours.library as lib
 from activities.behaviours.layout import FREE, SWIMMER
-from activities.llm.offline.compose import QUALIFIER, TASK, Builder, duration_s
-from activities.llm.offline.intents import utmost_height
-from activities.llm.offline.judge import Measure
-from activities.llm.offline.poses import apply_poses
-from activities.llm.offline.postures import still
-from activities.llm.offline.refusals import NotExpressible
+from activities.llm.offline.behaviours.compose import QUALIFIER, TASK, Builder, duration_s
+from activities.llm.offline.behaviours.measures import Measure
+from activities.llm.offline.behaviours.poses import apply_poses
+from activities.llm.offline.behaviours.postures import still
+from activities.llm.offline.reading.intents import utmost_height
+from activities.llm.offline.words.refusals import NotExpressible
 
 
 def turn_count(b: Builder, d: float, count: int, serving: str) -> None:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from activities.llm.offline.clauses import NEGATORS, Clause, Step, read_clause
-from activities.llm.offline.lexicon import FIRST, SEQUENCE
-from activities.llm.offline.refusals import UNSUPPORTED, NotExpressible
-from activities.llm.offline.tokens import CLAUSE, Phrases, lemma, normalize
+from activities.llm.offline.reading.clauses import NEGATORS, Clause, Step, read_clause
+from activities.llm.offline.words.lexicon import FIRST, SEQUENCE
+from activities.llm.offline.words.refusals import UNSUPPORTED, NotExpressible
+from activities.llm.offline.words.tokens import CLAUSE, Phrases, lemma, normalize
 
 MAX_STEPS = 8  # SHAPING allows 8 phases: the most steps one reward can sequence
 # Steps that hold a posture: "then stay still" after one of them is a qualifier of it, not a

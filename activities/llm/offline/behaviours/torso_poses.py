@@ -7,9 +7,15 @@ The numbers per env are in `pose_tables`, and `poses` lists these by name.
 from __future__ import annotations
 
 from activities.behaviours.layout import FREE, PLANAR
-from activities.llm.offline.compose import Direction
-from activities.llm.offline.pose_tables import LEAN, LEVEL, TORSO_LOW, TORSO_TALL, PoseTerm
-from activities.llm.offline.refusals import NotExpressible
+from activities.llm.offline.behaviours.compose import Direction
+from activities.llm.offline.behaviours.pose_tables import (
+    LEAN,
+    LEVEL,
+    TORSO_LOW,
+    TORSO_TALL,
+    PoseTerm,
+)
+from activities.llm.offline.words.refusals import NotExpressible
 
 
 def _torso_height(env: str, low: bool) -> list[PoseTerm]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from activities.llm.offline.lexicon import LEGGED_VERBS, SWIM_VERBS
+from activities.llm.offline.words.lexicon import LEGGED_VERBS, SWIM_VERBS
 
 if TYPE_CHECKING:
-    from activities.llm.offline.reader import Parsed
-    from activities.llm.offline.steps import Step
+    from activities.llm.offline.reading.reader import Parsed
+    from activities.llm.offline.reading.steps import Step
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ phrases ("arms out to the sides", "one knee raised", "rear legs off the ground")
 
 from __future__ import annotations
 
-from activities.llm.offline.lexicon import table, words
+from activities.llm.offline.words.lexicon import table, words
 
 # Body-part words -> the group a pose reads ("arms", "head", "knee", "knees", "legs", "stance",
 # "torso"); feet and legs count as one group, which side (rear, front, one) comes from the

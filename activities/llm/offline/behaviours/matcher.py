@@ -6,12 +6,12 @@ from dataclasses import dataclass, field, replace
 
 from temporalio.exceptions import ApplicationError
 
-import activities.llm.offline.library as lib
+import activities.llm.offline.behaviours.library as lib
 from activities.envs.catalog import ENVS, facts
-from activities.llm.offline.assemble import compose
-from activities.llm.offline.intents import Intent, template_intent, verb_fits
-from activities.llm.offline.reader import read
-from activities.llm.offline.refusals import NotExpressible
+from activities.llm.offline.behaviours.assemble import compose
+from activities.llm.offline.reading.intents import Intent, template_intent, verb_fits
+from activities.llm.offline.reading.reader import read
+from activities.llm.offline.words.refusals import NotExpressible
 from workflows.contracts.judging import Criterion
 
 

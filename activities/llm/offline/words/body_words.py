@@ -8,14 +8,14 @@ with no state the library measures is listed as not measured, naming the words.
 
 from __future__ import annotations
 
-from activities.llm.offline.body_lexicon import (
+from activities.llm.offline.words.body_lexicon import (
     BODY_PARTS,
     LEG_SIDES,
     POSE_GROUPS,
     POSE_STATES,
     POSE_VERBS,
 )
-from activities.llm.offline.lexicon import (
+from activities.llm.offline.words.lexicon import (
     CORE_EXTRAS,
     CORE_VERBS,
     DIRECTIONS,
@@ -23,7 +23,7 @@ from activities.llm.offline.lexicon import (
     STYLE,
     words,
 )
-from activities.llm.offline.tokens import CLAUSE, lemma
+from activities.llm.offline.words.tokens import CLAUSE, lemma
 
 # Words that only join a body part to its state ("arms out to the sides").
 _JOINERS = words(

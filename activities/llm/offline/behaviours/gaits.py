@@ -4,14 +4,14 @@ Each refuses, in one clause, what the env's body cannot do."""
 
 from __future__ import annotations
 
-import activities.llm.offline.library as lib
+import activities.llm.offline.behaviours.library as lib
 from activities.behaviours.layout import FREE, PLANAR, SWIMMER
-from activities.llm.offline.compose import QUALIFIER, TASK, Builder
-from activities.llm.offline.intents import verb_fits
-from activities.llm.offline.judge import Measure
-from activities.llm.offline.motions import turn_count, yaw_rate
-from activities.llm.offline.poses import apply_poses
-from activities.llm.offline.refusals import NotExpressible
+from activities.llm.offline.behaviours.compose import QUALIFIER, TASK, Builder
+from activities.llm.offline.behaviours.measures import Measure
+from activities.llm.offline.behaviours.motions import turn_count, yaw_rate
+from activities.llm.offline.behaviours.poses import apply_poses
+from activities.llm.offline.reading.intents import verb_fits
+from activities.llm.offline.words.refusals import NotExpressible
 
 
 def _velocity_metric(d: float) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from activities.llm.offline.refusals import NotExpressible
-from activities.llm.offline.tokens import CLAUSE, Phrases, is_number
-from activities.llm.offline.units import HEIGHT_WORDS, LIMITS, UNIT_PHRASES, UNITS
+from activities.llm.offline.words.refusals import NotExpressible
+from activities.llm.offline.words.tokens import CLAUSE, Phrases, is_number
+from activities.llm.offline.words.units import HEIGHT_WORDS, LIMITS, UNIT_PHRASES, UNITS
 
 _UNITS = Phrases({**UNIT_PHRASES, **{u: u for u in UNITS}})
 _LIMIT_ENDINGS = {tuple(k.split()): v for k, v in LIMITS.items()}

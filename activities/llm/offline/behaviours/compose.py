@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-import activities.llm.offline.library as lib
+import activities.llm.offline.behaviours.library as lib
 from activities.behaviours.layout import FREE, PLANAR, SWIMMER, layout
 from activities.envs.catalog import facts
-from activities.llm.offline.judge import Measure
-from activities.llm.offline.reader import Parsed
-from activities.llm.offline.steps import Step
+from activities.llm.offline.behaviours.measures import Measure
+from activities.llm.offline.reading.reader import Parsed
+from activities.llm.offline.reading.steps import Step
 from workflows.contracts.judging import Criterion
 
 # How a refusal names a qualifier it could not apply.

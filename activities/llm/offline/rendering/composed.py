@@ -19,17 +19,17 @@ import math
 import textwrap
 from dataclasses import replace
 
-from activities.llm.offline.assemble import compose
-from activities.llm.offline.compose import (
+from activities.llm.offline.behaviours.assemble import compose
+from activities.llm.offline.behaviours.compose import (
     ALIVE_SHARE,
     BONUS,
     PENALTY,
     PROGRESS,
     Composition,
 )
-from activities.llm.offline.judge import render_judge
-from activities.llm.offline.reader import read
-from activities.llm.offline.render import RenderedReward, _read_parts, num
+from activities.llm.offline.reading.reader import read
+from activities.llm.offline.rendering.judge import render_judge
+from activities.llm.offline.rendering.render import RenderedReward, _read_parts, num
 from workflows.contracts.llm import ReviseRequest
 from workflows.verdict import is_met
 

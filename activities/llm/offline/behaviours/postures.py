@@ -5,12 +5,12 @@ so; the judge still measures the posture itself."""
 
 from __future__ import annotations
 
-import activities.llm.offline.library as lib
+import activities.llm.offline.behaviours.library as lib
 from activities.behaviours.layout import FREE, PLANAR, SWIMMER
-from activities.llm.offline.compose import QUALIFIER, TASK, Builder, Direction
-from activities.llm.offline.judge import Measure
-from activities.llm.offline.poses import apply_poses
-from activities.llm.offline.refusals import NotExpressible
+from activities.llm.offline.behaviours.compose import QUALIFIER, TASK, Builder, Direction
+from activities.llm.offline.behaviours.measures import Measure
+from activities.llm.offline.behaviours.poses import apply_poses
+from activities.llm.offline.words.refusals import NotExpressible
 
 # Torso heights (m) that count as lying, and the SHAPING band that lets a body lie there when
 # its env would end the episode first.

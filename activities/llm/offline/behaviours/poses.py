@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import activities.llm.offline.library as lib
-from activities.llm.offline.compose import QUALIFIER, Builder
-from activities.llm.offline.judge import Measure
-from activities.llm.offline.limb_poses import (
+import activities.llm.offline.behaviours.library as lib
+from activities.llm.offline.behaviours.compose import QUALIFIER, Builder
+from activities.llm.offline.behaviours.limb_poses import (
     _ant_foot_up,
     _arms_down,
     _arms_out,
@@ -31,8 +30,9 @@ from activities.llm.offline.limb_poses import (
     _one_foot,
     _stance,
 )
-from activities.llm.offline.pose_tables import ANT_FEET, PoseTerm
-from activities.llm.offline.torso_poses import _horizontal, _lean, _level, _torso_height
+from activities.llm.offline.behaviours.measures import Measure
+from activities.llm.offline.behaviours.pose_tables import ANT_FEET, PoseTerm
+from activities.llm.offline.behaviours.torso_poses import _horizontal, _lean, _level, _torso_height
 
 POSES: dict[str, Callable[[str, float | None], list[PoseTerm]]] = {
     "arms_out": lambda env, _: _arms_out(env),

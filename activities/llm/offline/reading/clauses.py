@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from activities.llm.offline.body_lexicon import (
+from activities.llm.offline.reading.steps import Found, Step, build_steps, lean_degree
+from activities.llm.offline.words.body_lexicon import (
     BODY_PARTS,
     LEAN_VERBS,
     POSE_PHRASES,
@@ -19,8 +20,8 @@ from activities.llm.offline.body_lexicon import (
     POSE_TAILS,
     POSE_VERBS,
 )
-from activities.llm.offline.body_words import read_poses
-from activities.llm.offline.lexicon import (
+from activities.llm.offline.words.body_words import read_poses
+from activities.llm.offline.words.lexicon import (
     COMPARISON,
     CORE_EXTRAS,
     CORE_PHRASES,
@@ -44,11 +45,10 @@ from activities.llm.offline.lexicon import (
     STYLE_PHRASES,
     words,
 )
-from activities.llm.offline.quantities import Quantity, bare_number, find
-from activities.llm.offline.refusals import NotExpressible
-from activities.llm.offline.steps import Found, Step, build_steps, lean_degree
-from activities.llm.offline.tokens import CLAUSE, Phrases, is_number, lemma
-from activities.llm.offline.units import COUNT_WORDS
+from activities.llm.offline.words.quantities import Quantity, bare_number, find
+from activities.llm.offline.words.refusals import NotExpressible
+from activities.llm.offline.words.tokens import CLAUSE, Phrases, is_number, lemma
+from activities.llm.offline.words.units import COUNT_WORDS
 
 _PHRASES: Phrases[tuple[str, str]] = Phrases(
     {

@@ -12,9 +12,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from activities.llm.offline.lexicon import BACKWARD_VERBS, CORE_EXTRAS, FLIP_WAY, VERB_SPEED, words
-from activities.llm.offline.quantities import Quantity
-from activities.llm.offline.refusals import NotExpressible
+from activities.llm.offline.words.lexicon import (
+    BACKWARD_VERBS,
+    CORE_EXTRAS,
+    FLIP_WAY,
+    VERB_SPEED,
+    words,
+)
+from activities.llm.offline.words.quantities import Quantity
+from activities.llm.offline.words.refusals import NotExpressible
 
 
 @dataclass(frozen=True)

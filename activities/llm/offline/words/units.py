@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from activities.llm.offline.lexicon import table, words
+from activities.llm.offline.words.lexicon import table, words
 
 NUMBER_WORDS: dict[str, float] = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,

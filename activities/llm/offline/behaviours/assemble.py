@@ -3,10 +3,10 @@ phased sequence (phased.py); kept apart from compose.py, which both of those bui
 
 from __future__ import annotations
 
-from activities.llm.offline.compose import Builder, Composition
-from activities.llm.offline.cores import build_single
-from activities.llm.offline.phased import build_phased, is_phased
-from activities.llm.offline.reader import Parsed
+from activities.llm.offline.behaviours.compose import Builder, Composition
+from activities.llm.offline.behaviours.cores import build_single
+from activities.llm.offline.behaviours.phased import build_phased, is_phased
+from activities.llm.offline.reading.reader import Parsed
 
 
 def compose(parsed: Parsed, env_id: str) -> Composition:

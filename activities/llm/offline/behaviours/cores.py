@@ -6,11 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from activities.llm.offline.compose import Builder
-from activities.llm.offline.gaits import locomotion
-from activities.llm.offline.motions import balance, jump, jump_target, reach, rear_up, spin, turn
-from activities.llm.offline.postures import ANGLE_LIMITED, hold, lie, pose, stand, stop
-from activities.llm.offline.refusals import NotExpressible
+from activities.llm.offline.behaviours.compose import Builder
+from activities.llm.offline.behaviours.gaits import locomotion
+from activities.llm.offline.behaviours.motions import (
+    balance,
+    jump,
+    jump_target,
+    reach,
+    rear_up,
+    spin,
+    turn,
+)
+from activities.llm.offline.behaviours.postures import ANGLE_LIMITED, hold, lie, pose, stand, stop
+from activities.llm.offline.words.refusals import NotExpressible
 
 __all__ = ["ANGLE_LIMITED", "CORES", "build_single", "jump_target"]
 

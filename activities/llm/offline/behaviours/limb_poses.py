@@ -8,7 +8,7 @@ Heights are relative where the body allows (hands against the head); the numbers
 
 from __future__ import annotations
 
-from activities.llm.offline.pose_tables import (
+from activities.llm.offline.behaviours.pose_tables import (
     ANT_FEET,
     FEET,
     HANDS,
@@ -18,7 +18,7 @@ from activities.llm.offline.pose_tables import (
     STANCE,
     PoseTerm,
 )
-from activities.llm.offline.refusals import NotExpressible
+from activities.llm.offline.words.refusals import NotExpressible
 
 
 def _parts(env: str, *names: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from activities.llm.offline.compose import Direction
+from activities.llm.offline.behaviours.compose import Direction
 
 HANDS = ("left_hand", "right_hand")
 LEAN = 0.35  # rad (20 degrees): a lean people see, inside every body's healthy range

@@ -1,9 +1,10 @@
 """The offline author's data: templates, per-environment body geometry and parameters, criteria.
 
 Pure data and small builders (no gymnasium): the CLI imports this to check a prompt before it
-connects. Templates are files in `templates/`; this module says which environments each supports,
-how reward code reads each body from `info["qpos"]` / `info["qvel"]`, the default weights, and
-which measurable criteria (metrics of activities/behaviours/metrics.py) judge the result.
+connects. Templates are files in `rendering/templates/`; this module says which environments each
+supports, how reward code reads each body from `info["qpos"]` / `info["qvel"]`, the default
+weights, and which measurable criteria (metrics of activities/behaviours/metrics.py) judge the
+result.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ _BONUS_TERMS = ("alive", "healthy")
 class TemplateSpec:
     """A reward template: which envs it fits and which terms it can emit."""
 
-    name: str  # templates/<name>.py.tmpl
+    name: str  # rendering/templates/<name>.py.tmpl
     family: str
     envs: tuple[str, ...]
     task_terms: tuple[str, ...]  # the terms that express the intent itself

@@ -16,20 +16,20 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from activities.llm.offline.compose import (
+from activities.llm.offline.behaviours.compose import (
     ALIVE_SHARE,
     BONUS,
     PROGRESS,
     Builder,
     Composition,
 )
-from activities.llm.offline.cores import CORES
-from activities.llm.offline.events import counted_jumps, flip, roll
-from activities.llm.offline.judge import METRIC_MEASURES, Measure
-from activities.llm.offline.phase_plan import Gated, Plan, counted
-from activities.llm.offline.reader import MAX_STEPS, Parsed
-from activities.llm.offline.refusals import NotExpressible
-from activities.llm.offline.steps import Step
+from activities.llm.offline.behaviours.cores import CORES
+from activities.llm.offline.behaviours.events import counted_jumps, flip, roll
+from activities.llm.offline.behaviours.measures import METRIC_MEASURES, Measure
+from activities.llm.offline.behaviours.phase_plan import Gated, Plan, counted
+from activities.llm.offline.reading.reader import MAX_STEPS, Parsed
+from activities.llm.offline.reading.steps import Step
+from activities.llm.offline.words.refusals import NotExpressible
 from workflows.contracts.judging import Criterion
 
 SHARED = frozenset({"upright", "straight"})  # terms every phase keeps alike

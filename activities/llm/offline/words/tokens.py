@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Generic, TypeVar
 
-from activities.llm.offline.body_lexicon import BODY_PARTS
-from activities.llm.offline.units import NUMBER_PHRASES, NUMBER_WORDS
+from activities.llm.offline.words.body_lexicon import BODY_PARTS
+from activities.llm.offline.words.units import NUMBER_PHRASES, NUMBER_WORDS
 
 V = TypeVar("V")
 CLAUSE = ","

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from string import Template
 
-from activities.llm.offline.library import BODIES, POLE_ANGLE_SQ, SPECS, TemplateSpec
+from activities.llm.offline.behaviours.library import BODIES, POLE_ANGLE_SQ, SPECS, TemplateSpec
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 _TAG = re.compile(r"#\s*term:\s*(\w+)\s*$")
