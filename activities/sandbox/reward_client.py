@@ -23,7 +23,7 @@ from activities.sandbox.reward_code import LARGE, MAX_TERM_NAME, MAX_TERMS, Rewa
 from workflows.contracts.shown import shown
 
 # The longest one scoring call may read for, whatever its rows: shorter than the trainer's
-# stall limit (activities/training/activities.py TRAIN_STALL_S, 300 s), so that a reward slow
+# stall limit (activities/training/train_activity.py TRAIN_STALL_S, 300 s), so that a reward slow
 # enough to stall training ends here, as the reward's fault with its reason, and goes to the
 # fixer; the stall limit then only catches what is not generated code (issue 42).
 SCORE_READ_MAX_S = 240.0

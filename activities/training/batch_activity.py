@@ -32,24 +32,26 @@ from activities.runner.protocol import (
 )
 from activities.runner.supervisor import run_child
 from activities.training import beside, checked_shaping, job
-from activities.training.activities import (
+from activities.training.activity_io import (
+    child_failure,
+    download,
+    get_text,
+    heartbeating,
+    key_filename,
+    upload_folder,
+)
+from activities.training.core_share import Share, sharing_cores
+from activities.training.eval_checkpoints import HANDOFF, write_marker
+from activities.training.presets import batch_key, preset_for
+from activities.training.train_activity import (
     EVAL_CHECKPOINT_EPISODES,
     TRAIN_STALL_S,
-    _download,
-    _failure,
-    _filename,
-    _get_text,
-    _heartbeating,
-    _upload_folder,
     checkpoint_every,
     config_overrides,
     train_device,
     train_result,
     train_timeout_s,
 )
-from activities.training.core_share import Share, sharing_cores
-from activities.training.eval_checkpoints import HANDOFF, write_marker
-from activities.training.presets import batch_key, preset_for
 from workflows.contracts.activities import TRAIN_BATCH, implements
 from workflows.contracts.keys import (
     MODEL,
@@ -111,8 +113,8 @@ async def _hand_back(store: ArtifactStore, prefix: str, member_out: Path) -> Non
             continue
         folder = member_out / "evals" / f"pct_{pct}"
         for name in (MODEL, VECNORMALIZE):
-            await _download(store, f"{base}{pct}/{name}", folder / name)
-        marker = json.loads(await _get_text(store, f"{base}{pct}/{HANDED_OVER}"))
+            await download(store, f"{base}{pct}/{name}", folder / name)
+        marker = json.loads(await get_text(store, f"{base}{pct}/{HANDED_OVER}"))
         write_marker(member_out / HANDOFF / f"pct_{pct}.json", marker)
 
 
@@ -131,7 +133,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
             f"g{i}": resume.get(f"g{i}") or TrainProgress(timesteps=0) for i in range(len(groups))
         }
     )
-    sources = {m.reward_key: await _get_text(store, m.reward_key) for m in req.members}
+    sources = {m.reward_key: await get_text(store, m.reward_key) for m in req.members}
     shapings = {k: await checked_shaping.load(store, k, source) for k, source in sources.items()}
     results: dict[str, TrainResult] = {}
 
@@ -159,7 +161,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
                 BatchMember(
                     name=m.run_name,
                     reward_source=sources[m.reward_key],
-                    reward_filename=_filename(m.reward_key),
+                    reward_filename=key_filename(m.reward_key),
                     reward_shaping=shapings[m.reward_key],
                     ppo=variants[m.config],
                 )
@@ -171,7 +173,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
         if point is not None and point.checkpoint_key:
             local = tmp / name / "resume"
             for file in BATCH_CHECKPOINT_FILES:
-                await _download(store, point.checkpoint_key + file, local / file)
+                await download(store, point.checkpoint_key + file, local / file)
             child = child.model_copy(update={"resume_dir": str(local)})
             log.info("resuming", group=name, timesteps=point.checkpoint_timesteps)
             for m in members:
@@ -203,7 +205,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
                 # this point hands it over again if the evaluator had not kept it (_hand_back).
                 member, pct = event["member"], event["pct"]
                 folder = f"evals/pct_{pct}"
-                await _upload_folder(store, out / member, folder, _prefix(member))
+                await upload_folder(store, out / member, folder, _prefix(member))
                 marker = out / member / HANDOFF / f"pct_{pct}.json"
                 key = _prefix(member) + f"{folder}/{HANDED_OVER}"
                 await asyncio.to_thread(store.put_file, key, marker)
@@ -215,7 +217,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
                 member = event["member"]
                 folder = f"evals/pct_{event['pct']}"
                 policy = frozenset((MODEL, VECNORMALIZE))
-                await _upload_folder(store, out / member, folder, _prefix(member), policy)
+                await upload_folder(store, out / member, folder, _prefix(member), policy)
 
         timeout_s = train_timeout_s(req.timesteps * len(members))
         try:
@@ -238,7 +240,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
             )
         except ChildFailed as exc:
             log.warning("batch training failed", error=exc.message, reward_fault=exc.reward_fault)
-            raise _failure(exc) from None
+            raise child_failure(exc) from None
         summary = run.summary
         for m in members:
             for file in TRAIN_OUTPUTS:
@@ -257,7 +259,7 @@ async def train_batch(req: TrainBatchRequest) -> TrainBatchResult:
             )
 
     log.info("training batch", members=len(req.members), groups=len(groups))
-    async with _heartbeating(lambda: progress):
+    async with heartbeating(lambda: progress):
         with (
             sharing_cores(len(groups)) as share,
             tempfile.TemporaryDirectory(prefix="pf-batch-", ignore_cleanup_errors=True) as tmp,

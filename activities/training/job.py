@@ -215,7 +215,8 @@ def _evaluate_members_beside(req: ChildRequest, run: child.Run) -> dict[str, Any
 def _validate_judge(req: ChildRequest, run: child.Run) -> dict[str, Any]:
     """Judge code on the validation episodes (activities/training/contrasts.py), all judged in
     one load of its sandbox; each episode's checked answer and the behaviour library's values
-    beside it. The trusted side decides (activities/training/activities.py, judge_problem)."""
+    beside it. The trusted side decides (activities/training/validate_activities.py,
+    judge_problem)."""
     from activities.behaviours.measured import library_values
     from activities.sandbox.judge_client import judge_all
     from activities.training.contrasts import episodes

@@ -14,7 +14,8 @@ from activities.judging import activities as judging
 from activities.llm.providers import registry
 from activities.sandbox import client as sandbox
 from activities.sandbox import judge_code, reward_client
-from activities.training import activities as training
+from activities.training import activity_io, evaluate_activity, train_activity, validate_activities
+from activities.training.activities import TRAIN_ACTIVITIES
 from workflows import step_base, step_code, step_runs, step_talks
 from workflows.contracts import timeouts
 from workflows.contracts.activities import ALL
@@ -49,9 +50,9 @@ def test_the_activities_that_heartbeat_are_the_ones_the_table_gives_a_heartbeat_
     beating = set()
     from activities.training.batch_activity import train_batch
 
-    for fn in (*training.TRAIN_ACTIVITIES, train_batch, *JUDGE_ACTIVITIES, *LLM_ACTIVITIES):
+    for fn in (*TRAIN_ACTIVITIES, train_batch, *JUDGE_ACTIVITIES, *LLM_ACTIVITIES):
         source = inspect.getsource(fn)
-        if "_heartbeating(" in source or "activity.heartbeat(" in source:
+        if "heartbeating(" in source or "activity.heartbeat(" in source:
             beating.add(fn.__temporal_activity_definition.name)  # type: ignore[attr-defined]
     assert beating == HEARTBEATING
 
@@ -65,26 +66,26 @@ def test_activities_that_heartbeat_have_a_heartbeat_timeout_well_above_their_bea
         assert heartbeat is not None, f"{ref.name} heartbeats: it needs a heartbeat timeout"
         # Two beats may be lost (a busy event loop, a slow server) before the timeout fires.
         assert 2 * timeouts.HEARTBEAT_EVERY < heartbeat < timeouts.for_activity(ref.name).inner
-    assert _s(training.HEARTBEAT_EVERY_S) == timeouts.HEARTBEAT_EVERY
+    assert _s(activity_io.HEARTBEAT_EVERY_S) == timeouts.HEARTBEAT_EVERY
 
 
 def test_the_train_pools_children_end_inside_their_activities():
-    assert _s(training.VALIDATE_TIMEOUT_S) <= timeouts.VALIDATE.inner
-    assert _s(training.EVAL_TIMEOUT_S) <= timeouts.EVALUATE.inner
+    assert _s(validate_activities.VALIDATE_TIMEOUT_S) <= timeouts.VALIDATE.inner
+    assert _s(evaluate_activity.EVAL_TIMEOUT_S) <= timeouts.EVALUATE.inner
     for timesteps in RUNS:
         deadline = timeouts.train(timesteps)
-        assert _s(training.train_timeout_s(timesteps)) <= deadline.inner
+        assert _s(train_activity.train_timeout_s(timesteps)) <= deadline.inner
         # A hung child is caught by the stall limit long before the run's own limit.
-        assert _s(training.TRAIN_STALL_S) < deadline.inner
+        assert _s(train_activity.TRAIN_STALL_S) < deadline.inner
     # A reward slow enough to stall training ends first, as the reward's fault (issue 42):
     # every read of a scoring call is shorter than the stall limit, with room for a progress
     # line after it.
-    assert reward_client.SCORE_READ_MAX_S + 30 < training.TRAIN_STALL_S
+    assert reward_client.SCORE_READ_MAX_S + 30 < train_activity.TRAIN_STALL_S
     # Each limit inside the validation child (starting the sandbox, loading the code, one
     # judge_fn call with the sandbox's 30 s on top) is shorter than the child's own.
-    assert sandbox.START_TIMEOUT_S < training.VALIDATE_TIMEOUT_S
-    assert sandbox.LOAD_TIMEOUT_S < training.VALIDATE_TIMEOUT_S
-    assert judge_code.JUDGE_CALL_BUDGET_S + 30 < training.VALIDATE_TIMEOUT_S
+    assert sandbox.START_TIMEOUT_S < validate_activities.VALIDATE_TIMEOUT_S
+    assert sandbox.LOAD_TIMEOUT_S < validate_activities.VALIDATE_TIMEOUT_S
+    assert judge_code.JUDGE_CALL_BUDGET_S + 30 < validate_activities.VALIDATE_TIMEOUT_S
 
 
 def test_the_judge_child_ends_inside_judge_rollout():

@@ -15,7 +15,7 @@ from temporalio.worker import Worker
 
 from activities import metrics as ours
 from activities.artifacts import ArtifactStore
-from activities.training.activities import train_policy
+from activities.training.train_activity import train_policy
 from tests.activities.training.rewards import RUN_FORWARD
 from tests.builders import start_session
 from tests.workflows.test_session import Script

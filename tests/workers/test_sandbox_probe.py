@@ -12,7 +12,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.artifacts import ArtifactStore
 from activities.sandbox.layers import LAYERS
-from activities.training.activities import validate_reward
+from activities.training.validate_activities import validate_reward
 from workers.pools import log_sandbox_layers
 from workflows.contracts.training import ValidateRequest
 

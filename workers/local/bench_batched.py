@@ -25,10 +25,11 @@ import torch
 
 from activities.sandbox.client import SandboxClient
 from activities.sandbox.reward_client import SandboxRewards
+from activities.training.batched.candidates import Candidate
 from activities.training.batched.envs import BatchEnvs
 from activities.training.batched.evaluate import evaluate_candidates
 from activities.training.batched.export import save_candidate
-from activities.training.batched.ppo import BatchedPPO, Candidate
+from activities.training.batched.ppo import BatchedPPO
 from activities.training.presets import preset_for
 
 

@@ -99,9 +99,7 @@ def report(env_id: str, mode: Mode, speeds: Speeds) -> list[str]:
     """The bench's lines: each run alone and together, and the verdict."""
     where = "one train worker" if mode == "worker" else "two train workers"
     lines = [f"{env_id}, two runs on {cores()} cores, {where}:"]
-    for i, (a, t, r) in enumerate(
-        zip(speeds.alone, speeds.together, speeds.ratios(), strict=True)
-    ):
+    for i, (a, t, r) in enumerate(zip(speeds.alone, speeds.together, speeds.ratios(), strict=True)):
         lines.append(f"  run {i}: alone {a:,.0f} steps/s, together {t:,.0f} steps/s ({r:.0%})")
     verdict = "fair" if speeds.fair() else "NOT fair"
     lines.append(f"  {verdict}: each run at least {FAIR_SHARE:.0%} of its speed alone")

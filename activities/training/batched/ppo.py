@@ -12,6 +12,9 @@ bootstrap, VecNormalize's statistics), so a candidate trains as today's per-cand
 would with the same preset; what candidates must share is the shape of the batch (envs, steps,
 minibatch, epochs, network), see `batch_shape`. The networks, their update and Adam's state run
 on `device` (device.py: "cpu", the default, or a GPU); physics and rewards stay on the host.
+
+The candidates are candidates.py's; the rewards' scoring is scoring.py's (`RolloutScoring`),
+the update update.py's (`PPOUpdate`): mixins of `BatchedPPO`, which holds the state.
 """
 
 from __future__ import annotations
@@ -20,27 +23,19 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from activities.sandbox.reward_code import RewardLoadError
+from activities.training.batched.candidates import Candidate, CandidateStats, batch_shape
 from activities.training.batched.device import HostLink, resolve_device
 from activities.training.batched.envs import BatchEnvs, Transitions
 from activities.training.batched.normalize import StackedNormalizer
 from activities.training.batched.policy import StackedActorCritic
+from activities.training.batched.scoring import SCORE_ROWS, RolloutScoring, Scored
 from activities.training.batched.shaping import Shaping, ShapingError, parse
-from activities.training.presets import SHAPE_FIELDS, PPOPreset
-from activities.training.reward_runtime import ColumnRewards
-
-ADAM_BETAS = (0.9, 0.999)
-# Rows per call to a candidate's sandbox while a rollout goes on (a whole rollout is 2-4k rows).
-SCORE_ROWS = 512
-# One chunk's scores for a candidate: (totals, terms), the reward's error, or None (dropped).
-Scored = tuple[np.ndarray, dict[str, np.ndarray]] | RewardLoadError | None
-ADAM_EPS = 1e-5  # SB3's for PPO
+from activities.training.batched.update import PPOUpdate
 
 
 def update_precision() -> str:
@@ -50,29 +45,6 @@ def update_precision() -> str:
     if value not in ("fp32", "bf16"):
         raise ValueError(f"POLICYFORGE_TRAIN_PRECISION: fp32 or bf16 (got {value!r})")
     return value
-
-
-def batch_shape(presets: Sequence[PPOPreset]) -> dict[str, Any]:
-    """The settings the candidates share; ValueError naming the first that differs."""
-    first = presets[0]
-    for p in presets[1:]:
-        for name in SHAPE_FIELDS:
-            if getattr(p, name) != getattr(first, name):
-                raise ValueError(
-                    f"candidates in one batch must share {name} "
-                    f"({getattr(first, name)!r} != {getattr(p, name)!r}): train them in "
-                    "separate batches"
-                )
-    return {name: getattr(first, name) for name in SHAPE_FIELDS}
-
-
-@dataclass
-class Candidate:
-    """One candidate: its reward (scored in its own sandbox) and its PPO settings."""
-
-    name: str
-    rewards: ColumnRewards
-    preset: PPOPreset
 
 
 def _shaping(c: Candidate, env_id: str, obs_dim: int, max_steps: int) -> Shaping:
@@ -90,25 +62,7 @@ def _shaping(c: Candidate, env_id: str, obs_dim: int, max_steps: int) -> Shaping
         ) from None
 
 
-@dataclass
-class CandidateStats:
-    """What a candidate's episodes earned since training started (finished episodes only)."""
-
-    returns: list[float] = field(default_factory=list)  # under the candidate's reward
-    env_returns: list[float] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)
-    term_sums: dict[str, float] = field(default_factory=dict)
-    transitions: int = 0
-    # The last rollout's per-step term means and the last update's losses (SB3's train/ keys).
-    rollout_terms: dict[str, float] = field(default_factory=dict)
-    train: dict[str, float] = field(default_factory=dict)
-
-
-def _field(key: str) -> Callable[[Transitions], np.ndarray]:
-    return lambda tr: tr.info[key]
-
-
-class BatchedPPO:
+class BatchedPPO(RolloutScoring, PPOUpdate):
     """K candidates trained together for `timesteps` steps each (see the module docstring)."""
 
     def __init__(
@@ -368,235 +322,6 @@ class BatchedPPO:
             "transitions": transitions,
             "scored": scored,
         }
-
-    def _stacked(self, transitions: list[Transitions]) -> Callable[..., np.ndarray]:
-        k, e, t = self.k, self.e, len(transitions)
-
-        def cat(get: Callable[[Transitions], np.ndarray]) -> np.ndarray:
-            # (T, K*E, ...) -> per candidate (K, T*E, ...), rows in step order
-            x = np.stack([get(tr) for tr in transitions])
-            x = x.reshape(t, k, e, *x.shape[2:]).swapaxes(0, 1)
-            return x.reshape(k, t * e, *x.shape[3:])
-
-        return cat
-
-    def _score_rows(self, transitions: list[Transitions]) -> list[Scored]:
-        """Each candidate's (totals, terms) for these steps' rows, one sandbox call per
-        candidate (on the scoring thread); its RewardLoadError instead where it failed, None
-        for a candidate already dropped."""
-        started = time.perf_counter()
-        t = len(transitions)
-        cat = self._stacked(transitions)
-        obs, act, nxt = cat(lambda r: r.obs), cat(lambda r: r.action), cat(lambda r: r.next_obs)
-        start = cat(lambda r: r.start)
-        info = {key: cat(_field(key)) for key in transitions[0].info}
-        out: list[Scored] = []
-        for c, cand in enumerate(self.candidates):
-            if c in self.faults:
-                out.append(None)
-                continue
-            try:
-                out.append(
-                    cand.rewards.score_columns(
-                        np.tile(self.ids[c], t).tolist(),
-                        start[c],
-                        obs[c],
-                        act[c],
-                        nxt[c],
-                        {name: col[c] for name, col in info.items()},
-                    )
-                )
-            except RewardLoadError as exc:
-                out.append(exc)
-        self.seconds["scoring"] += time.perf_counter() - started
-        return out
-
-    def _score(
-        self, transitions: list[Transitions], scored: list[Future[list[Scored]]]
-    ) -> np.ndarray:
-        """Each candidate's rewards for the rollout, (T, K, E), from its chunks as scored;
-        episode sums into the candidate's stats. A candidate whose reward failed is dropped
-        (`drop_faulty`) or ends the run with the reward's error."""
-        k, e, t = self.k, self.e, len(transitions)
-        # In-process rewards are scored here, in this thread (their call budget is a signal
-        # timer, which only the main thread may set), in one chunk.
-        chunks = [future.result() for future in scored] or [self._score_rows(transitions)]
-        cat = self._stacked(transitions)
-        env_r = cat(lambda r: r.env_reward).reshape(k, t, e)
-        done = cat(lambda r: r.terminated | r.truncated).reshape(k, t, e)
-        out = np.zeros((t, k, e))
-        for c in range(k):
-            if c in self.faults:
-                continue
-            parts = [chunk[c] for chunk in chunks]
-            failed = next((p for p in parts if isinstance(p, RewardLoadError)), None)
-            if failed is not None or any(p is None for p in parts):
-                if failed is None:
-                    continue
-                if not self.drop_faulty:
-                    raise failed
-                self.faults[c] = str(failed)
-                # Nothing left to train when every candidate failed.
-                self.stopped = len(self.faults) == self.k
-                continue
-            pairs = [p for p in parts if isinstance(p, tuple)]
-            totals = np.concatenate([p[0] for p in pairs])
-            names = list(dict.fromkeys(n for p in pairs for n in p[1]))
-            terms = {
-                n: np.concatenate([p[1].get(n, np.zeros(len(p[0]))) for p in pairs]) for n in names
-            }
-            out[:, c] = totals.reshape(t, e)
-            stats = self.stats[c]
-            stats.transitions += len(totals)
-            stats.rollout_terms = {}
-            for name, values in terms.items():
-                stats.term_sums[name] = stats.term_sums.get(name, 0.0) + float(values.sum())
-                stats.rollout_terms[name] = float(values.mean()) if len(values) else 0.0
-            self._episodes(c, totals.reshape(t, e), env_r[c], done[c])
-        return out
-
-    def _episodes(self, c: int, rewards: np.ndarray, env_r: np.ndarray, done: np.ndarray) -> None:
-        stats = self.stats[c]
-        for step in range(len(rewards)):
-            self._ep_ret[c] += rewards[step]
-            self._ep_env_ret[c] += env_r[step]
-            self._ep_len[c] += 1
-            for i in np.flatnonzero(done[step]):
-                stats.returns.append(float(self._ep_ret[c, i]))
-                stats.env_returns.append(float(self._ep_env_ret[c, i]))
-                stats.lengths.append(int(self._ep_len[c, i]))
-                self._ep_ret[c, i] = self._ep_env_ret[c, i] = 0.0
-                self._ep_len[c, i] = 0
-
-    def _gae(
-        self, rewards: np.ndarray, values: np.ndarray, starts: np.ndarray, last_values: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """SB3's `compute_returns_and_advantage`, per candidate's gamma and lambda."""
-        t = len(rewards)
-        gamma = self.gamma.reshape(self.k, 1)
-        lam = self.lam.reshape(self.k, 1)
-        adv = np.zeros_like(rewards)
-        last = np.zeros(rewards.shape[1:], dtype=np.float32)
-        for step in reversed(range(t)):
-            if step == t - 1:
-                nonterminal = 1.0 - self.starts.astype(np.float32)
-                next_values = last_values
-            else:
-                nonterminal = 1.0 - starts[step + 1].astype(np.float32)
-                next_values = values[step + 1]
-            delta = rewards[step] + gamma * next_values * nonterminal - values[step]
-            last = delta + gamma * lam * nonterminal * last
-            adv[step] = last
-        return adv.astype(np.float32), (adv + values).astype(np.float32)
-
-    def _update(self, batch: dict[str, Any], adv: np.ndarray, ret: np.ndarray) -> None:
-        k, n = self.k, self.t * self.e
-        dev = self.device
-
-        def flat(x: np.ndarray) -> torch.Tensor:
-            # (T, K, E, ...) -> (K, T*E, ...), on the device
-            x = np.ascontiguousarray(np.swapaxes(x, 0, 1))
-            return self.link.batch(x.reshape(k, n, *x.shape[3:]))
-
-        obs, actions = flat(batch["obs"]), flat(batch["actions"])
-        old_logp = flat(batch["logp"])
-        advantages, returns = flat(adv), flat(ret)
-        # SB3 reads the schedule after the rollout is counted: the last update's rate is 0.
-        remaining = max(0.0, 1.0 - (self.steps_done + n) / self.timesteps)
-        lr = np.where(self.linear_lr, self.lr * remaining, self.lr)
-        lr_t = torch.tensor(lr, dtype=torch.float32, device=dev)
-        clip = torch.tensor(self.clip, dtype=torch.float32, device=dev).reshape(k, 1)
-        ent = torch.tensor(self.ent, dtype=torch.float32, device=dev)
-        vf = torch.tensor(self.vf, dtype=torch.float32, device=dev)
-        max_grad = torch.tensor(self.max_grad, dtype=torch.float32, device=dev)
-        size = min(self.batch_size, n)
-        # policy, value, entropy loss, approx KL, clip fraction: read back once, after the epochs
-        sums = torch.zeros(5, k, device=dev)
-        batches = 0
-        for _ in range(self.epochs):
-            # numpy's generator draws the order (as before devices); the indexing is on the device
-            order = torch.from_numpy(self.rng.permutation(n)).to(dev)
-            for lo in range(0, n, size):
-                idx = order[lo : lo + size]
-                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=self.bf16):
-                    values, logp, entropy = self.policy.evaluate(obs[:, idx], actions[:, idx])
-                values, logp = values.float(), logp.float()
-                a = advantages[:, idx]
-                if a.shape[1] > 1:
-                    a = (a - a.mean(1, keepdim=True)) / (a.std(1, keepdim=True) + 1e-8)
-                ratio = torch.exp(logp - old_logp[:, idx])
-                surrogate = torch.min(a * ratio, a * torch.clamp(ratio, 1 - clip, 1 + clip))
-                policy_loss = -surrogate.mean(1)
-                value_loss = (returns[:, idx] - values).pow(2).mean(1)
-                entropy_loss = -entropy.mean(1)
-                loss = policy_loss + ent * entropy_loss + vf * value_loss
-                for p in self.params:
-                    p.grad = None
-                loss.sum().backward()
-                self._adam_step(lr_t, max_grad)
-                with torch.no_grad():
-                    log_ratio = logp - old_logp[:, idx]
-                    kl = ((ratio - 1) - log_ratio).mean(1)
-                    clipped = ((ratio - 1).abs() > clip).float().mean(1)
-                    sums += torch.stack([policy_loss, value_loss, entropy_loss, kl, clipped])
-                    batches += 1
-        self._record_update(sums / max(batches, 1), loss, lr, batch)
-
-    def _record_update(
-        self, means: torch.Tensor, loss: torch.Tensor, lr: np.ndarray, batch: dict[str, Any]
-    ) -> None:
-        """Each candidate's update figures under SB3's names (means over the minibatches; the
-        loss of the last one; explained variance of the rollout's values)."""
-        values = np.swapaxes(batch["values"], 0, 1).reshape(self.k, -1)
-        returns = np.swapaxes(batch["returns"], 0, 1).reshape(self.k, -1)
-        std = self.policy.log_std.detach().exp().mean(1).cpu().numpy()
-        rows = means.detach().cpu().numpy()
-        losses = loss.detach().cpu().numpy()
-        for c, stats in enumerate(self.stats):
-            var = float(np.var(returns[c]))
-            residual = float(np.var(returns[c] - values[c]))
-            explained = float("nan") if var == 0 else 1 - residual / var
-            stats.train = {
-                "policy_loss": float(rows[0, c]),
-                "value_loss": float(rows[1, c]),
-                "entropy_loss": float(rows[2, c]),
-                "approx_kl": float(rows[3, c]),
-                "clip_fraction": float(rows[4, c]),
-                "explained_variance": explained,
-                "loss": float(losses[c]),
-                "action_std": float(std[c]),
-                "learning_rate": float(lr[c]),
-            }
-
-    def _adam_step(self, lr: torch.Tensor, max_grad: torch.Tensor) -> None:
-        """Adam (torch's update rule) with each candidate's learning rate and its own gradient
-        norm clipping; every parameter's first axis is the candidate. One fused (foreach) op
-        per stage over all parameters, where the per-candidate factors allow."""
-        k = self.k
-        grads: list[torch.Tensor] = []
-        for p in self.params:
-            assert p.grad is not None
-            grads.append(p.grad)
-        norms = torch.zeros(k, device=self.device)
-        for grad in grads:
-            norms += grad.reshape(k, -1).pow(2).sum(1)
-        scale = torch.clamp(max_grad / (norms.sqrt() + 1e-6), max=1.0)
-        self.adam_t += 1
-        b1, b2 = ADAM_BETAS
-        c1, c2 = 1 - b1**self.adam_t, 1 - b2**self.adam_t
-        views = [(k,) + (1,) * (p.dim() - 1) for p in self.params]
-        with torch.no_grad():
-            g = [grad * scale.view(v) for grad, v in zip(grads, views, strict=True)]
-            torch._foreach_mul_(self.adam_m, b1)
-            torch._foreach_add_(self.adam_m, g, alpha=1 - b1)
-            torch._foreach_mul_(self.adam_v, b2)
-            torch._foreach_addcmul_(self.adam_v, g, g, value=1 - b2)
-            denom = torch._foreach_sqrt(self.adam_v)
-            torch._foreach_div_(denom, c2**0.5)
-            torch._foreach_add_(denom, ADAM_EPS)
-            step_lr = lr / c1
-            for p, m, d, v in zip(self.params, self.adam_m, denom, views, strict=True):
-                p.sub_(step_lr.view(v) * m / d)
 
     # --- results ------------------------------------------------------------------------------
 

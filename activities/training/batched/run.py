@@ -34,8 +34,9 @@ from activities.training.batched.between_updates import (
     TimePlan,
     next_multiple,
 )
+from activities.training.batched.candidates import Candidate, CandidateStats
 from activities.training.batched.export import save_candidate
-from activities.training.batched.ppo import BatchedPPO, Candidate, CandidateStats
+from activities.training.batched.ppo import BatchedPPO
 from activities.training.batched.state import load_state, save_state
 from activities.training.batched.warm import warm_or_cold
 from activities.training.board import Board

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from activities.runner.protocol import BATCH_CHECKPOINT_FILES
+from activities.training.batched.candidates import CandidateStats
 from activities.training.batched.device import rng_state, set_rng_state
-from activities.training.batched.ppo import CandidateStats
 
 if TYPE_CHECKING:
     from activities.training.batched.ppo import BatchedPPO

@@ -14,7 +14,9 @@ from temporalio.testing import ActivityEnvironment
 import activities.behaviours.primitives as P
 from activities.artifacts import ArtifactStore
 from activities.behaviours.metrics import Trajectory, compute
-from activities.training.activities import evaluate_policy, train_policy, validate_reward
+from activities.training.evaluate_activity import evaluate_policy
+from activities.training.train_activity import train_policy
+from activities.training.validate_activities import validate_reward
 from workflows.contracts.training import EvalRequest, TrainRequest, ValidateRequest
 
 ENV = "Hopper-v5"

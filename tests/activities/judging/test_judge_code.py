@@ -223,7 +223,7 @@ UPRIGHT_IS_FAST = GOOD_JUDGE.replace(
 async def test_validation_sends_back_a_judge_that_measures_nothing_or_passes_contrasts(
     s3, source: str, specs: list[Criterion], problem: str | None
 ):
-    from activities.training.activities import validate_judge
+    from activities.training.validate_activities import validate_judge
     from workflows.contracts.training import ValidateJudgeRequest
 
     store = ArtifactStore()

@@ -16,7 +16,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.artifacts import ArtifactStore
-from activities.training.activities import validate_reward
+from activities.training.validate_activities import validate_reward
 from tests.activities.sandbox.corpus import (
     CANARY,
     DUCK_TYPED_CLASS,

@@ -25,7 +25,7 @@ from activities.sandbox.judge_code import JudgeLoadError
 from activities.sandbox.reward_client import SandboxRewards
 from activities.sandbox.reward_code import MAX_TERM_NAME, MAX_TERMS, RewardLoadError
 from activities.training import job
-from activities.training.activities import train_result
+from activities.training.train_activity import train_result
 from workflows.contracts.judging import CriterionScore, Judgment
 
 TEMPORAL_RESULT_BOUND = 256 * 1024

@@ -13,7 +13,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.artifacts import ArtifactStore
-from activities.training.activities import evaluate_policy, train_policy, validate_reward
+from activities.training.evaluate_activity import evaluate_policy
+from activities.training.train_activity import train_policy
+from activities.training.validate_activities import validate_reward
 from workflows.contracts.keys import run_prefix
 from workflows.contracts.training import EvalRequest, TrainProgress, TrainRequest, ValidateRequest
 

@@ -17,9 +17,10 @@ from temporalio.exceptions import ApplicationError
 
 from activities.runner.baseline_reward import RUN_FORWARD
 from activities.runner.protocol import TRAIN_DEVICE_ENV, ChildRequest
+from activities.training.batched.candidates import Candidate
 from activities.training.batched.device import DeviceError, HostLink, resolve_device
 from activities.training.batched.export import save_candidate
-from activities.training.batched.ppo import BatchedPPO, Candidate
+from activities.training.batched.ppo import BatchedPPO
 from activities.training.batched.state import STATE_FILES, load_state, save_state
 from activities.training.evaluation import deterministic_act
 from activities.training.policy_io import load_vecnormalize
@@ -224,7 +225,7 @@ def test_child_requests_take_only_known_devices():
 
 
 def test_the_worker_setting_names_the_training_device(monkeypatch: pytest.MonkeyPatch):
-    from activities.training.activities import train_device
+    from activities.training.train_activity import train_device
 
     monkeypatch.delenv(TRAIN_DEVICE_ENV, raising=False)
     assert train_device() == "cpu"
@@ -247,10 +248,10 @@ async def test_a_gpu_worker_setting_without_cuda_fails_the_run_in_one_line(
 
     from temporalio.testing import ActivityEnvironment
 
-    from activities.training import activities, job
+    from activities.training import job, train_activity
     from workflows.contracts.training import TrainRequest
 
-    real_run_child = activities.run_child
+    real_run_child = train_activity.run_child
     asked: list[ChildRequest] = []
 
     async def run_child(mode, req, out, *args, **kwargs):  # noqa: ANN001, ANN202 - a stand-in
@@ -262,8 +263,13 @@ async def test_a_gpu_worker_setting_without_cuda_fails_the_run_in_one_line(
     async def reward_text(_store: object, _key: str) -> str:
         return RUN_FORWARD
 
-    monkeypatch.setattr(activities, "run_child", run_child)
-    monkeypatch.setattr(activities, "_get_text", reward_text)
+    monkeypatch.setattr(train_activity, "run_child", run_child)
+    monkeypatch.setattr(train_activity, "get_text", reward_text)
+
+    async def no_record(*_args: object) -> None:  # no S3 here: no checked SHAPING either
+        return None
+
+    monkeypatch.setattr(train_activity.checked_shaping, "load", no_record)
     monkeypatch.setenv(TRAIN_DEVICE_ENV, "cuda")
     req = TrainRequest(
         session_id="s",
@@ -274,7 +280,7 @@ async def test_a_gpu_worker_setting_without_cuda_fails_the_run_in_one_line(
         timesteps=1024,
     )
     with pytest.raises(ApplicationError) as failed:
-        await ActivityEnvironment().run(activities.train_policy, req)
+        await ActivityEnvironment().run(train_activity.train_policy, req)
     assert [r.device for r in asked] == ["cuda"]
     message = failed.value.message
     assert f"{TRAIN_DEVICE_ENV}=cuda: " in message and "\n" not in message, message

@@ -14,10 +14,11 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from activities.runner.baseline_reward import RUN_FORWARD
 from activities.sandbox.client import SandboxClient
 from activities.sandbox.reward_client import SandboxRewards
+from activities.training.batched.candidates import Candidate, batch_shape
 from activities.training.batched.evaluate import evaluate_candidates
 from activities.training.batched.export import save_candidate
 from activities.training.batched.normalize import StackedNormalizer
-from activities.training.batched.ppo import BatchedPPO, Candidate, batch_shape
+from activities.training.batched.ppo import BatchedPPO
 from activities.training.batched.warm import warm_or_cold, warm_start
 from activities.training.evaluation import deterministic_act
 from activities.training.policy_io import load_vecnormalize

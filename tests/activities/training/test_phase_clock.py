@@ -10,8 +10,9 @@ import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from activities.runner.baseline_reward import RUN_FORWARD
+from activities.training.batched.candidates import Candidate
 from activities.training.batched.export import save_candidate
-from activities.training.batched.ppo import BatchedPPO, Candidate
+from activities.training.batched.ppo import BatchedPPO
 from activities.training.batched.shaping import ShapingError, parse
 from activities.training.evaluation import deterministic_act
 from activities.training.phase_clock import Phase, PhaseClock, model_inputs
