@@ -1,7 +1,7 @@
 """Our Prometheus metrics, recorded through the Temporal SDK's metric meters.
 
 Each worker process serves them on its metrics endpoint beside the SDK's own `temporal_*`
-metrics (workers/metrics.py). The meters of an activity carry its namespace, task queue and
+metrics (workers/pools/metrics.py). The meters of an activity carry its namespace, task queue and
 activity type; outside a worker with metrics (tests, `policyforge train`) they record nothing.
 Sessions by outcome (`policyforge_sessions`) are counted by the workflow itself
 (`workflow.metric_meter()`, not counted again on replay).

@@ -10,14 +10,15 @@
     obs, _ = env.reset(seed=0)
     action, _ = policy.predict(obs)         # deterministic, normaliser applied
 
-The same code as the `policyforge` command (workers/sessions.py, workers/policies.py): it finds
-a running `policyforge dev` the same way, and loads policies without unpickling anything.
+The same code as the `policyforge` command (workers/cli/sessions.py,
+workers/cli/policies.py): it finds a running `policyforge dev` the same way, and loads policies
+without unpickling anything.
 """
 
 from activities.sandbox.reward_code import RewardFunction
 from policyforge.session import Session, SessionFailed, sessions
-from workers.policies import Policy, PolicyError, load_policy
-from workers.session_state import SessionState
+from workers.cli.policies import Policy, PolicyError, load_policy
+from workers.cli.session_state import SessionState
 
 __all__ = [
     "Policy",

@@ -1,5 +1,5 @@
 """A session from Python: start one or follow one by id, with the session client the
-`policyforge` command uses (workers/sessions.py). Each call connects, does its work and
+`policyforge` command uses (workers/cli/sessions.py). Each call connects, does its work and
 returns: plain blocking calls, safe inside a notebook's running event loop too."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from workers.client import connect, run_sync
-from workers.dev_record import use_dev_record
+from workers.dev.dev_record import use_dev_record
 from workers.settings import Settings
 
 if TYPE_CHECKING:
     from temporalio.client import Client
 
-    from workers.policies import Policy
-    from workers.session_state import SessionState
+    from workers.cli.policies import Policy
+    from workers.cli.session_state import SessionState
     from workflows.contracts.session import SessionResult, SessionStatus
 
 # What `Session.wait` reports progress to: True for `policyforge run`'s progress bar (on
@@ -51,8 +51,8 @@ class Session:
         fields (total_timesteps, max_iterations, llm_model, seeds, candidates, ...). ValueError
         naming every bad field, before anything is sent."""
         from activities.llm.provider import default_model
-        from workers.input_checks import session_input_errors
-        from workers.sessions import start_session
+        from workers.cli.input_checks import session_input_errors
+        from workers.cli.sessions import start_session
 
         data: dict[str, Any] = {"prompt": prompt, "env_id": env_id, **options}
         data["llm_model"] = data.get("llm_model") or default_model()
@@ -70,7 +70,7 @@ class Session:
         """What the session is now (`.stage`; `.status`: the live SessionStatus, `.result`
         once done, `.error` if it failed), as `policyforge status` shows it. LookupError
         (NoSuchSession) when there is no such session."""
-        from workers.session_state import session_state
+        from workers.cli.session_state import session_state
 
         async def go() -> SessionState:
             return await session_state(await _client(), self.id)
@@ -92,7 +92,7 @@ class Session:
         with each new status (its stage, iteration, timesteps, best score) as it changes."""
         from temporalio.client import WorkflowFailureError
 
-        from workers.session_state import failure_reason
+        from workers.cli.session_state import failure_reason
         from workflows.contracts.session import SessionResult
 
         async def go() -> SessionResult:
@@ -101,7 +101,7 @@ class Session:
             if progress is True:
                 from rich.console import Console
 
-                from workers.sessions import follow
+                from workers.cli.sessions import follow
 
                 waiting = follow(handle, Console(stderr=True), client=client)
             elif callable(progress):
@@ -117,7 +117,7 @@ class Session:
 
     def policy(self, env_id: str | None = None) -> Policy:
         """The session's best policy so far (`policyforge play SESSION_ID` plays it)."""
-        from workers.policies import load_policy
+        from workers.cli.policies import load_policy
 
         return load_policy(self.id, env_id)
 
@@ -135,7 +135,7 @@ async def _report(handle: Any, report: Callable[[SessionStatus], None]) -> Sessi
     """Call `report` with each status that differs from the last, until the session ends."""
     from temporalio.client import WorkflowExecutionStatus
 
-    from workers.session_state import query_status
+    from workers.cli.session_state import query_status
 
     last: SessionStatus | None = None
     while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
@@ -154,7 +154,7 @@ def sessions(
     env_id: str | None = None, stage: str | None = None, limit: int = 20
 ) -> list[dict[str, Any]]:
     """The latest sessions, newest first, as `policyforge sessions --json` lists them."""
-    from workers.session_list import latest_sessions
+    from workers.cli.session_list import latest_sessions
 
     use_dev_record()
     return run_sync(lambda: latest_sessions(env_id, stage, limit))

@@ -132,7 +132,7 @@ def main() -> None:
     parser.add_argument("check", choices=sorted(CHECKS))
     parser.add_argument("--episodes", type=int, default=3)
     args = parser.parse_args()
-    from workers.policies import load_policy
+    from workers.cli.policies import load_policy
 
     policy = load_policy(args.session)
     results = []

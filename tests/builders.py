@@ -11,7 +11,7 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from workers.pools import run_pools
+from workers.pools.pools import run_pools
 from workers.settings import Settings
 from workflows.contracts.keys import run_prefix
 from workflows.contracts.queues import task_queue

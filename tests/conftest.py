@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.artifacts import DEFAULT_BUCKET
 from tests.budget import BudgetReport, budget_s
-from workers.services import Service, find_binary, free_port, port_in_use, start_seaweedfs
+from workers.dev.services import Service, find_binary, free_port, port_in_use, start_seaweedfs
 from workers.settings import Settings
 from workflows import search
 
@@ -77,7 +77,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         AWS_ACCESS_KEY_ID="test",
         AWS_SECRET_ACCESS_KEY="test",
     )
-    from workers.services import _wait_bucket
+    from workers.dev.services import _wait_bucket
 
     _wait_bucket(service, bucket)
     try:

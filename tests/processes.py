@@ -1,5 +1,5 @@
 """The deployment topology without Docker, for the tests that need it: worker pools as separate
-OS processes (`python -m workers.<pool>`), connected only by environment variables, and a
+OS processes (`python -m workers.pools.<pool>`), connected only by environment variables, and a
 training's checkpoint read from its heartbeat (so that a test knows when a kill can resume)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def start_worker(pool: str, env: dict[str, str], log: Path) -> subprocess.Popen[
     """One pool's worker process, its output appended to `log`."""
     with log.open("a") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", f"workers.{pool}"],
+            [sys.executable, "-m", f"workers.pools.{pool}"],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,

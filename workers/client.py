@@ -59,7 +59,7 @@ def connect_config(
 def configured(environ: Mapping[str, str] | None = None, *, profile: bool = True) -> dict[str, Any]:
     """What Temporal's client configuration sets by itself (the profile, the TEMPORAL_*
     variables), before our local default: `policyforge dev`'s record fills in only what this
-    leaves out (workers/dev_record.py). ClientConfigError when it cannot be read."""
+    leaves out (workers/dev/dev_record.py). ClientConfigError when it cannot be read."""
     from temporalio.envconfig import ClientConfig
 
     env = _environment(os.environ if environ is None else environ)
@@ -84,7 +84,7 @@ async def connect(
     """A client for the configured server and namespace, with the pydantic data converter the
     workflows and activities exchange their contracts with; NoServerError when none answers.
 
-    `runtime`: the worker runtime (metrics endpoint, log forwarding; workers/metrics.py).
+    `runtime`: the worker runtime (metrics endpoint, log forwarding; workers/pools/metrics.py).
     """
     settings = settings or Settings()
     config = connect_config(settings, profile=profile)

@@ -3,7 +3,7 @@
 One handler on the root logger renders every record as one JSON line with structlog's
 `ProcessorFormatter`: our structlog lines, and the standard-library loggers of the Temporal SDK
 (`workflow.logger`, `activity.logger`, the worker's own lines, and the SDK core's, which the
-worker runtime forwards: workers/metrics.py), boto3/botocore, urllib3, httpx and the provider
+worker runtime forwards: workers/pools/metrics.py), boto3/botocore, urllib3, httpx and the provider
 SDKs, and Python warnings. A line written while an activity runs carries its `session_id`,
 `activity` and `attempt` (and `iteration` where the activity bound one: activities/logs.py); a
 workflow's lines carry `session_id`, `workflow_type` and `run_id`. The SDK skips workflow lines

@@ -1,4 +1,4 @@
-"""The train pool's Temporal activities, as its workers register them (workers/pools.py):
+"""The train pool's Temporal activities, as its workers register them (workers/pools/pools.py):
 validate reward and judge code (validate_activities.py), train a policy (train_activity.py),
 evaluate one (evaluate_activity.py). Each is a thin wrapper: fetch inputs from S3, run the
 stage's child (`job.py`, which starts the sandbox where the reward code runs) under

@@ -20,8 +20,8 @@ from temporalio.client import Client
 
 from tests.builders import start_session
 from workers.dashboard.server import serving
-from workers.pools import run_pools
-from workers.services import free_port
+from workers.dev.services import free_port
+from workers.pools.pools import run_pools
 from workers.settings import Settings
 
 # Slow tier: Chromium against real sessions.
@@ -205,7 +205,7 @@ async def test_benchmarks_started_both_ways_show_their_tables_side_by_side(stack
     import sys
 
     from activities.artifacts import ArtifactStore
-    from workers.services import find_binary
+    from workers.dev.services import find_binary
     from workflows.contracts.keys import benchmark_result_key
 
     # One command: four real cases (three trained for a few thousand steps, one the offline

@@ -2,8 +2,8 @@
 restarted), SeaweedFS, the fake LLM server and the three worker pools as OS processes.
 
 Its S3 secret and its provider key are made up and distinctive, so that the secret scan can
-look for them anywhere. Workers run as `python -m workers.<pool>` (tests/processes.py), writing
-their logs under the stack's folder.
+look for them anywhere. Workers run as `python -m workers.pools.<pool>` (tests/processes.py),
+writing their logs under the stack's folder.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from activities.artifacts import ArtifactStore
 from tests.chaos.llm_script import ChaosScript
 from tests.fakes.llm_server import FakeLLMServer
 from tests.processes import descendants, start_worker
-from workers.services import Service, free_port, port_in_use, start_seaweedfs, start_temporal
+from workers.dev.services import Service, free_port, port_in_use, start_seaweedfs, start_temporal
 
 BUCKET = "policyforge-chaos"
 PROVIDER_KEY = "sk-ant-test-SECRET123"

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 import yaml
 
-from workers.cli import _parser
+from workers.cli.main import _parser
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -92,7 +92,7 @@ def test_compose_file_follows_the_compose_specification(compose):
 def test_every_policyforge_service_runs_an_entry_point_the_image_provides(compose):
     dockerfile = (ROOT / POLICYFORGE_DOCKERFILE).read_text()
     assert 'ENTRYPOINT ["policyforge"]' in dockerfile
-    assert 'policyforge = "workers.cli:main"' in (ROOT / "pyproject.toml").read_text()
+    assert 'policyforge = "workers.cli.main:main"' in (ROOT / "pyproject.toml").read_text()
     for source in re.findall(r"^COPY (?:--\S+ )*(\S+) ", dockerfile, re.MULTILINE):
         assert (ROOT / source).exists(), f"Dockerfile copies {source}, which does not exist"
     ours = {name: s for name, s in compose["services"].items() if _ours(s)}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workers import dev
+from workers.dev import main as dev
 from workers.settings import Settings
 
 

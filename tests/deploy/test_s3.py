@@ -19,7 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from activities.artifacts import ArtifactStore
-from workers.services import Service, _spawn, _wait_port, find_binary, free_port
+from workers.dev.services import Service, _spawn, _wait_port, find_binary, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BUCKET_JOB = ROOT / "deploy" / "s3" / "init_bucket.py"

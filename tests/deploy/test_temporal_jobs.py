@@ -20,7 +20,7 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, RegisterNamespaceRequest
 from temporalio.service import RPCError
 
-from workers.services import find_binary, free_port
+from workers.dev.services import find_binary, free_port
 from workflows import search
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from activities.artifacts import ArtifactStore
-from workers.pools import run_pools
+from workers.pools.pools import run_pools
 from workers.settings import Settings
 from workflows.contracts.benchmark import BenchmarkStatus
 from workflows.contracts.keys import benchmark_result_key

@@ -129,7 +129,7 @@ async def test_a_model_that_declines_ends_the_session_refused_after_one_call(
 ):
     from temporalio.client import WorkflowFailureError
 
-    from workers.session_state import failure_reason
+    from workers.cli.session_state import failure_reason
     from workflows.session import SessionWorkflow
 
     why = "A swimmer lies on the floor of its tank; it cannot jump over a wall."

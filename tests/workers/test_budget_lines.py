@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from activities.envs.catalog import ENVS
-from workers.sessions import budget_line, expected_line
+from workers.cli.sessions import budget_line, expected_line
 from workflows.contracts.budgets import BODY_STEPS, REFERENCE_CORES, STEPS_PER_S
 
 

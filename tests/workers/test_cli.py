@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.services import free_port
+from workers.dev.services import free_port
 
 CLI = [sys.executable, "-m", "workers.cli"]
 

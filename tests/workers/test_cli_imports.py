@@ -26,7 +26,7 @@ NOT_FOR_HELP = (*HEAVY, *UNUSED, "temporalio", "boto3", "botocore")
 # The command's body (`main` without its hard exit), then the modules it left loaded.
 SCRIPT = """
 import json, os, sys
-from workers.cli import _main
+from workers.cli.main import _main
 try:
     _main(sys.argv[2:])
 except SystemExit:

@@ -20,7 +20,7 @@ from urllib.request import urlopen
 import av
 import pytest
 
-from workers.services import free_port, port_in_use
+from workers.dev.services import free_port, port_in_use
 
 # Slow tier: `policyforge dev` as a process, and a real session through it.
 pytestmark = pytest.mark.slow

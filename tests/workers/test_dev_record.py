@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.workers.fake_dev import environ, record_of
-from workers.dev_record import (
+from workers.dev.dev_record import (
     RECORD,
     apply_record,
     read_record,
@@ -17,7 +17,7 @@ from workers.dev_record import (
     running_dir,
     write_record,
 )
-from workers.services import free_port
+from workers.dev.services import free_port
 
 
 def test_a_command_without_settings_takes_everything_from_the_record(home: Path, dev_pid: int):

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.workers.fake_dev import environ, record_of
-from workers.dev import private_umask
-from workers.dev_record import (
+from workers.dev.dev_record import (
     RECORD,
     DevRecord,
     apply_record,
@@ -30,7 +29,8 @@ from workers.dev_record import (
     running_dir,
     write_record,
 )
-from workers.services import free_port
+from workers.dev.main import private_umask
+from workers.dev.services import free_port
 
 
 def _mode(path: Path) -> int:

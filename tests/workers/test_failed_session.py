@@ -12,7 +12,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 from tests.workflows.test_session import Script, stand_in_workers
-from workers.sessions import failure_reason, show_status, start_and_follow
+from workers.cli.sessions import failure_reason, show_status, start_and_follow
 
 WHY = "ANTHROPIC_API_KEY is not set on the LLM worker"
 # The line names the agent and the stage before the provider's words.

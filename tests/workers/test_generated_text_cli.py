@@ -14,7 +14,7 @@ from rich.console import Console
 from tests.builders import run_record
 from tests.workers.test_cli import one_line_error, run_cli
 from tests.workers.test_logs import log_stream  # noqa: F401 - the fixture
-from workers.render import print_status, report
+from workers.cli.render import print_status, report
 from workflows.contracts.judging import CriterionScore
 from workflows.contracts.session import IterationRecord, RunResult, SessionResult, SessionStatus
 from workflows.contracts.training import RewardArtifact

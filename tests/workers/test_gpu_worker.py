@@ -21,8 +21,8 @@ from temporalio.client import Client
 
 from tests.builders import start_session
 from tests.workflows.test_accelerator import train_pool_queues
-from workers.pools import SharedSlots, run_pools, train_workers
-from workers.sessions import show_status, waiting_for_worker
+from workers.cli.sessions import show_status, waiting_for_worker
+from workers.pools.pools import SharedSlots, run_pools, train_workers
 from workers.settings import Settings
 from workflows.contracts.queues import train_queue
 from workflows.contracts.session import SessionResult, SessionStatus
@@ -68,7 +68,7 @@ async def test_a_train_worker_polls_the_shared_queue_and_its_kinds(temporal_env)
 
 
 def test_run_and_bench_take_the_accelerator():
-    from workers.cli import _parser, session_input
+    from workers.cli.main import _parser, session_input
 
     args = _parser().parse_args(["run", "go", "--env", "HalfCheetah-v5", "--accelerator", "gpu"])
     assert session_input(args)["accelerator"] == "gpu"
@@ -106,7 +106,7 @@ async def test_a_status_whose_queue_cannot_be_asked_says_unknown():
 def test_status_prints_what_the_session_waits_for():
     from rich.console import Console
 
-    from workers.render import print_status
+    from workers.cli.render import print_status
 
     status = SessionStatus(
         session_id="s",

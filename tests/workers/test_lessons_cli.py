@@ -11,7 +11,7 @@ import pytest
 
 from activities import lessons
 from activities.artifacts import ArtifactStore
-from workers.lessons import cmd_lessons
+from workers.cli.lessons import cmd_lessons
 from workflows.contracts.keys import lesson_key
 from workflows.contracts.lessons import LessonRequest
 
@@ -79,7 +79,7 @@ def test_list_show_edit_delete(s3, tmp_path, monkeypatch, capsys):
 
 
 def test_s3_that_cannot_be_reached_is_one_line(monkeypatch):
-    from workers.services import free_port
+    from workers.dev.services import free_port
 
     endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)

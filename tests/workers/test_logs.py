@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
 
     from activities.logs import activity_logger
     from workers.logs import CHATTY, configure_logging
-    from workers.metrics import _core_logs
+    from workers.pools.metrics import _core_logs
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from tests.activities.training.rewards import RUN_FORWARD
 from tests.builders import start_session
 from tests.workflows.test_session import Script
 from workers.client import connect
-from workers.metrics import LLMUsageMetrics, serves_metrics, worker_runtime
-from workers.services import free_port
+from workers.dev.services import free_port
+from workers.pools.metrics import LLMUsageMetrics, serves_metrics, worker_runtime
 from workers.settings import Settings
 from workflows.contracts import timeouts
 from workflows.contracts.queues import task_queue
@@ -54,7 +54,7 @@ async def test_a_worker_serves_the_sdks_metrics_and_ours(
     client = await connect(Settings(), runtime=runtime)
 
     # A session with an LLM (stand-in activities, as the workflow tests use), on workers whose
-    # client has the runtime; the llm pool counts its calls as workers/pools.py does.
+    # client has the runtime; the llm pool counts its calls as workers/pools/pools.py does.
     script = Script(scores=[1.0])
     acts = script.activities()
     async with (

@@ -15,8 +15,8 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import metrics as ours
 from activities.metrics import RUN_GAUGES, RunGauges, TrainingMeter
-from workers.metrics import serves_metrics, worker_runtime
-from workers.services import free_port
+from workers.dev.services import free_port
+from workers.pools.metrics import serves_metrics, worker_runtime
 
 
 def scrape(port: int) -> str:

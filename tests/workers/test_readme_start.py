@@ -14,7 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from tests.workflows.test_session import Script, stand_in_workers
-from workers.services import find_binary, free_port
+from workers.dev.services import find_binary, free_port
 from workflows import search
 from workflows.contracts.session import SessionResult
 

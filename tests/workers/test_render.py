@@ -7,7 +7,7 @@ import re
 from rich.console import Console
 
 from tests.builders import run_record
-from workers.render import print_status, report
+from workers.cli.render import print_status, report
 from workflows.contracts.session import IterationRecord, SessionResult, SessionStatus
 from workflows.contracts.shown import shown_markdown
 from workflows.details import details_markdown

@@ -13,7 +13,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.artifacts import ArtifactStore
 from activities.sandbox.layers import LAYERS
 from activities.training.validate_activities import validate_reward
-from workers.pools import log_sandbox_layers
+from workers.pools.pools import log_sandbox_layers
 from workflows.contracts.training import ValidateRequest
 
 ZERO = "def reward_fn(obs, action, next_obs, info):\n    return 0.0, {'zero': 0.0}\n"

@@ -15,7 +15,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.artifacts import ArtifactStore
-from workers.services import embedded_services, find_binary, free_port
+from workers.dev.services import embedded_services, find_binary, free_port
 from workflows.search import SEARCH_ATTRIBUTES
 
 

@@ -21,7 +21,7 @@ from rich.console import Console
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from workers.session_list import fitted_widths, link_lines, print_sessions
+from workers.cli.session_list import fitted_widths, link_lines, print_sessions
 from workflows import search
 
 LONG_PROMPT = (

@@ -18,7 +18,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from activities.runner import run_dirs
-from workers.pools import clean_temporary_folders
+from workers.pools.pools import clean_temporary_folders
 
 # A worker as a killed one was: its folder made, a training's folder and a run's sandbox scratch
 # (a deep, unreadable tree with a link out) inside, then it waits to be killed.

@@ -15,7 +15,7 @@ from temporalio.api.history.v1 import (
     HistoryEvent,
 )
 
-from workers.timing import split_of
+from workers.dev.timing import split_of
 
 T0 = 1_700_000_000.0
 # A train_policy result as the worker returns it.

@@ -21,7 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.workflows.test_session import Script, session
 from tests.workflows.test_steering import until
-from workers.services import find_binary, free_port
+from workers.dev.services import find_binary, free_port
 from workflows import search
 from workflows.contracts.steering import ApprovalDecision
 from workflows.session import SessionWorkflow

@@ -15,8 +15,8 @@ from temporalio.worker import Replayer, Worker
 
 from tests.builders import start_session
 from tests.workflows.test_session import Script
+from workers.cli.sessions import waiting_for_worker
 from workers.dashboard.sessions import SessionReader
-from workers.sessions import waiting_for_worker
 from workflows.contracts.queues import (
     queue_worker,
     task_queue,

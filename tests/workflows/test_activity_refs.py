@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from temporalio import activity
 
-from workers.pools import pool_activities
+from workers.pools.pools import pool_activities
 from workflows.contracts import activities as refs
 
 ROOT = Path(__file__).resolve().parents[2]

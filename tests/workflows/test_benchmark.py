@@ -21,7 +21,7 @@ from temporalio.worker import Worker
 from activities.artifacts import ArtifactStore
 from activities.benchmarks import store_benchmark
 from tests.workflows.test_session import Script
-from workers.services import find_binary
+from workers.dev.services import find_binary
 from workflows.benchmark import BenchmarkWorkflow
 from workflows.benchmark_stats import by, stats
 from workflows.contracts.benchmark import (

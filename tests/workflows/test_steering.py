@@ -139,7 +139,7 @@ async def test_steering_from_the_temporal_cli_and_policyforge(temporal_env, queu
     import subprocess
     import sys
 
-    from workers.services import find_binary
+    from workers.dev.services import find_binary
 
     env = {**os.environ, "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host}
 

@@ -35,7 +35,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.artifacts import ArtifactStore, ObjectTooLarge
-from workers import sessions as steering
+from workers.cli import sessions as steering
 from workers.dashboard import answers, artifacts, benchmarks, formula, login
 from workers.dashboard.answers import JSON, error
 from workers.dashboard.auth import Gate

@@ -24,7 +24,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributeKey
 
-from workers.session_state import training_timesteps, waiting_for_worker
+from workers.cli.session_state import training_timesteps, waiting_for_worker
 from workflows import search
 from workflows.contracts.session import ENV_IDS, SessionStatus
 from workflows.contracts.shown import shown
@@ -333,7 +333,7 @@ class SessionReader:
         """Why a session ended without a result, in one line (None: it did not fail)."""
         from temporalio.client import WorkflowFailureError
 
-        from workers.session_state import failure_reason
+        from workers.cli.session_state import failure_reason
 
         handle = self.client.get_workflow_handle(session_id)
         try:

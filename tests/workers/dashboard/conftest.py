@@ -11,7 +11,7 @@ import pytest
 from tests.workers.dashboard.client import TOKEN
 from workers.dashboard.connections import Limits
 from workers.dashboard.server import serving
-from workers.services import free_port
+from workers.dev.services import free_port
 from workers.settings import Settings
 
 

@@ -23,7 +23,7 @@ from tests.workers.dashboard.browser import chromium_page
 from tests.workers.dashboard.client import Http
 from workers.dashboard.app import artifact_url
 from workers.dashboard.server import serving
-from workers.services import free_port
+from workers.dev.services import free_port
 from workers.settings import Settings
 from workflows.contracts import keys
 from workflows.contracts.judging import Criterion

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 from tests.workers.dashboard.client import TOKEN, address
-from workers.services import free_port
+from workers.dev.services import free_port
 
 HUNDRED_MB = 100 * 1024 * 1024
 CHUNK = 64 * 1024

@@ -4,7 +4,7 @@
 Each checks its arguments (one-line errors), calls the work in `workers/local/`, and prints
 what came back; the benches end with one JSON line for scripts. What the sandbox sends back
 (term and criteria names, the judge's diagnosis, errors that quote the code) is generated text:
-printed through `shown`, never as markup (workers/render.py's `say`).
+printed through `shown`, never as markup (workers/cli/render.py's `say`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 from rich.console import Console
 
-from workers.input_checks import env_errors, exit_on
-from workers.render import say
+from workers.cli.input_checks import env_errors, exit_on
+from workers.cli.render import say
 from workflows.contracts.keys import MODEL, TRAJECTORY, VECNORMALIZE, VIDEO
 from workflows.contracts.shown import shown
 

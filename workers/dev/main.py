@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from workers.dev_record import (
+from workers.dev.dev_record import (
     DevRecord,
     default_state_dir,
     is_local_url,
@@ -18,7 +18,13 @@ from workers.dev_record import (
     remove_record,
     write_record,
 )
-from workers.services import Endpoints, ServiceError, embedded_services, find_binary, port_in_use
+from workers.dev.services import (
+    Endpoints,
+    ServiceError,
+    embedded_services,
+    find_binary,
+    port_in_use,
+)
 from workers.settings import Settings
 
 
@@ -161,8 +167,8 @@ def run_dev(settings: Settings, dashboard: bool = True) -> None:
     """`policyforge dev`: embed what is not configured elsewhere and run all three pools (and
     the dashboard) here until Ctrl-C."""
     from workers.client import connect
-    from workers.metrics import serves_metrics, worker_runtime
-    from workers.pools import run_pools
+    from workers.pools.metrics import serves_metrics, worker_runtime
+    from workers.pools.pools import run_pools
 
     embedded = [
         name

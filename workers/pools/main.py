@@ -8,8 +8,8 @@ import structlog
 
 from workers.client import connect, run_connected
 from workers.logs import configure_logging
-from workers.metrics import serves_metrics, worker_runtime
-from workers.pools import run_pools
+from workers.pools.metrics import serves_metrics, worker_runtime
+from workers.pools.pools import run_pools
 from workers.process_exit import run_and_exit
 from workers.settings import Settings
 
@@ -40,7 +40,7 @@ def run_pool_process(names: list[str], *, gpu: bool = False) -> None:
     """Connect to TEMPORAL_ADDRESS and run the named pools; nothing embedded is started.
     `gpu`: the train pool serves the GPU queue (refused, in one line, without CUDA).
 
-    Called from `python -m workers.<pool>` and `policyforge worker`: ends the process.
+    Called from `python -m workers.pools.<pool>` and `policyforge worker`: ends the process.
     """
     run_and_exit(lambda: _run_pools(names, gpu))
 

@@ -1,10 +1,10 @@
 """The session client: what the CLI and the demo do to a session on Temporal.
 
 Start a session and follow it to its result, show its status (read by
-`workers/session_state.py`), and steer it with the workflow's updates (approve, feedback,
+`workers/cli/session_state.py`), and steer it with the workflow's updates (approve, feedback,
 abort, extend). Every failure a person can cause (no such session, an update the workflow
 refuses) ends the command with a one-line error; the text these commands print is in
-`workers/render.py`.
+`workers/cli/render.py`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from temporalio.client import (
     WorkflowHandle,
 )
 
-from workers.client import connect
-from workers.render import (
+from workers.cli.render import (
     failure_json,
     print_result,
     print_status,
@@ -36,7 +35,7 @@ from workers.render import (
 )
 
 # What reads a session lives in session_state; the dashboard and tests import these from here.
-from workers.session_state import (
+from workers.cli.session_state import (
     NoSuchSession,
     failure_reason,
     query_status,
@@ -44,6 +43,7 @@ from workers.session_state import (
     training_timesteps,
     waiting_for_worker,
 )
+from workers.client import connect
 from workers.settings import Settings
 from workflows.contracts.queues import task_queue
 from workflows.contracts.session import SessionResult

@@ -2,9 +2,10 @@
 command's work.
 
 Sessions on Temporal (`run`, `status`, the steering updates) go through the session client,
-`workers/sessions.py`, which prints with `workers/render.py`; the commands that need no server
-(`train`, `check-*`, the benches) are in `workers/local_commands.py`; `dev`, `worker` and
-`demo` host services and worker pools (`workers/dev.py`, `workers/main.py`, `workers/demo.py`).
+`workers/cli/sessions.py`, which prints with `workers/cli/render.py`; the commands that need no
+server (`train`, `check-*`, the benches) are in `workers/cli/local_commands.py`; `dev`, `worker`
+and `demo` host services and worker pools (`workers/dev/main.py`, `workers/pools/main.py`,
+`workers/dev/demo.py`).
 
 Each command imports what it needs when it runs (in `_main`'s branch for it): building the parser
 imports no client, trainer or simulator, so `--help`, `status` and `sessions` start fast
@@ -20,9 +21,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workers.lessons import add_parser as lessons_parser
-from workers.play import add_parser as play_parser
-from workers.session_list import add_parser as sessions_parser
+from workers.cli.lessons import add_parser as lessons_parser
+from workers.cli.play import add_parser as play_parser
+from workers.cli.session_list import add_parser as sessions_parser
 from workflows.contracts.session import ENV_IDS
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ _LOCAL_COMMANDS = ("cmd_bench_sandbox", "cmd_bench_train", "cmd_check", "cmd_tra
 
 def __getattr__(name: str) -> Any:
     if name in _LOCAL_COMMANDS:
-        from workers import local_commands
+        from workers.cli import local_commands
 
         return getattr(local_commands, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -307,7 +308,7 @@ def session_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _steering_update(args: argparse.Namespace) -> Coroutine[Any, Any, str]:
     """The update a steering command sends to its session."""
-    from workers import sessions
+    from workers.cli import sessions
 
     if args.command == "approve":
         return sessions.approve(args.session_id, reject=args.reject, note=args.note)
@@ -333,7 +334,7 @@ def _main(argv: list[str] | None) -> None:
     args = _parser().parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     if args.command not in ("dev", "demo"):
-        from workers.dev_record import apply_record
+        from workers.dev.dev_record import apply_record
 
         # Where a running `policyforge dev` listens, for what the settings leave out: links
         # then open what runs. `ui` serves a dashboard of its own.
@@ -353,7 +354,7 @@ def _main(argv: list[str] | None) -> None:
 
     try:
         if args.command == "dev":
-            from workers.dev import run_dev
+            from workers.dev.main import run_dev
 
             run_dev(settings, dashboard=not args.no_dashboard)
         elif args.command == "ui":
@@ -364,16 +365,16 @@ def _main(argv: list[str] | None) -> None:
             given = {"dashboard_host": args.host, "dashboard_port": args.port}
             run_ui(replace(settings, **{k: v for k, v in given.items() if v is not None}))
         elif args.command == "worker":
-            from workers.main import run_pool_process
+            from workers.pools.main import run_pool_process
 
             run_pool_process(args.pools, gpu=args.gpu)
         elif args.command == "demo":
-            from workers.demo import run_demo
+            from workers.dev.demo import run_demo
 
             sys.exit(run_demo(settings, args.timesteps, args.out))
         elif args.command == "run":
-            from workers.input_checks import check_session_input
-            from workers.sessions import start_and_follow
+            from workers.cli.input_checks import check_session_input
+            from workers.cli.sessions import start_and_follow
 
             data = session_input(args)
             check_session_input(data)
@@ -385,19 +386,19 @@ def _main(argv: list[str] | None) -> None:
             # Scripts can tell a session that ran but did not pass from one that passed.
             sys.exit(0 if result is None or result.passed else 1)
         elif args.command == "status":
-            from workers.sessions import show_status
+            from workers.cli.sessions import show_status
 
             asyncio.run(show_status(args.session_id, args.json))
         elif args.command == "train":
-            from workers.local_commands import cmd_train
+            from workers.cli.local_commands import cmd_train
 
             cmd_train(args)
         elif args.command in ("check-reward", "check-judge"):
-            from workers.local_commands import cmd_check
+            from workers.cli.local_commands import cmd_check
 
             cmd_check(args)
         elif args.command in STEERING:
-            from workers.sessions import SteeringRefused
+            from workers.cli.sessions import SteeringRefused
 
             try:
                 from workflows.contracts.shown import shown
@@ -406,31 +407,31 @@ def _main(argv: list[str] | None) -> None:
             except SteeringRefused as exc:
                 raise SystemExit(f"error: {exc}") from None
         elif args.command == "bench":
-            from workers.bench import cmd_bench
+            from workers.cli.bench import cmd_bench
 
             cmd_bench(args, session_options(args))
         elif args.command == "bench-sandbox":
-            from workers.local_commands import cmd_bench_sandbox
+            from workers.cli.local_commands import cmd_bench_sandbox
 
             cmd_bench_sandbox(args)
         elif args.command == "bench-share":
-            from workers.local_commands import cmd_bench_share
+            from workers.cli.local_commands import cmd_bench_share
 
             cmd_bench_share(args)
         elif args.command == "bench-train":
-            from workers.local_commands import cmd_bench_train
+            from workers.cli.local_commands import cmd_bench_train
 
             cmd_bench_train(args)
         elif args.command == "lessons":
-            from workers.lessons import cmd_lessons
+            from workers.cli.lessons import cmd_lessons
 
             cmd_lessons(args)
         elif args.command == "play":
-            from workers.play import cmd_play
+            from workers.cli.play import cmd_play
 
             cmd_play(args)
         elif args.command == "sessions":
-            from workers.session_list import cmd_sessions
+            from workers.cli.session_list import cmd_sessions
 
             cmd_sessions(args)
     except NoServerError as exc:

@@ -17,10 +17,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
+from workers.cli.input_checks import exit_on, model_errors
+from workers.cli.render import literal, say
+from workers.cli.sessions import failure_reason
 from workers.client import connect
-from workers.input_checks import exit_on, model_errors
-from workers.render import literal, say
-from workers.sessions import failure_reason
 from workers.settings import Settings
 from workflows.benchmark import BenchmarkWorkflow
 from workflows.contracts.benchmark import BenchmarkInput, BenchmarkStatus, GroupStats, suite

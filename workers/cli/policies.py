@@ -169,7 +169,7 @@ def load_policy(source: str | Path, env_id: str | None = None) -> Policy:
         path = Path(source)
         return load_folder(path / MODEL if path.is_dir() else path, env_id)
     from workers.client import connect, run_sync
-    from workers.dev_record import use_dev_record
+    from workers.dev.dev_record import use_dev_record
 
     use_dev_record()
 
@@ -285,7 +285,7 @@ def _check_fits(model: Any, env_id: str, shaping: dict[str, Any] | None, label: 
 async def load_session_policy(client: Any, session_id: str, env_id: str | None = None) -> Policy:
     """A session's best run so far, from S3 (see `load_policy`)."""
     from activities.artifacts import ArtifactStore
-    from workers.session_state import NoSuchSession, best_record, session_state, start_input
+    from workers.cli.session_state import NoSuchSession, best_record, session_state, start_input
 
     try:
         state = await session_state(client, session_id)

@@ -1,6 +1,6 @@
 """What the session commands print: progress lines, the status summary and the final report.
 
-Pure output: everything here takes what the session client (`workers/sessions.py`) fetched and
+Pure output: everything here takes what the session client (`workers/cli/sessions.py`) fetched and
 writes it to a rich Console, so the text can be checked without a server.
 
 Text that came from generated code or a model (term and criteria names, diagnoses, formulas,

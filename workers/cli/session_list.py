@@ -95,7 +95,7 @@ def cmd_sessions(args: argparse.Namespace) -> None:
 def print_sessions(console: Console, rows: list[dict[str, Any]], *, filtered: bool = False) -> None:
     """The table of `rows` (`latest_sessions`'), then their links, in `console.width` columns
     (see the module docstring)."""
-    from workers.render import say
+    from workers.cli.render import say
 
     if not rows:
         say(console, "no sessions" + (" match" if filtered else " yet"))
@@ -149,7 +149,7 @@ def link_lines(rows: list[dict[str, Any]], width: int) -> list[str]:
 def _cells(row: dict[str, Any]) -> dict[str, Text]:
     from rich.text import Text
 
-    from workers.render import literal
+    from workers.cli.render import literal
 
     best = row["best_score"]
     return {

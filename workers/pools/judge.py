@@ -1,8 +1,8 @@
-"""Entry point of the judge worker pool: `python -m workers.judge`."""
+"""Entry point of the judge worker pool: `python -m workers.pools.judge`."""
 
 from __future__ import annotations
 
-from workers.main import run_pool_process
+from workers.pools.main import run_pool_process
 
 
 def main() -> None:

@@ -1,8 +1,8 @@
-"""Entry point of the llm worker pool: `python -m workers.llm`."""
+"""Entry point of the llm worker pool: `python -m workers.pools.llm`."""
 
 from __future__ import annotations
 
-from workers.main import run_pool_process
+from workers.pools.main import run_pool_process
 
 
 def main() -> None:

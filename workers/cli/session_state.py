@@ -1,6 +1,6 @@
 """What a session is now, read from Temporal: its result or live status, why it failed, what
 it waits for, and the input it started with. `policyforge status`, `play`, the dashboard and
-`policyforge.Session` read sessions through here (workers/sessions.py starts and steers them).
+`policyforge.Session` read sessions through here (workers/cli/sessions.py starts and steers them).
 """
 
 from __future__ import annotations

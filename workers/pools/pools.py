@@ -1,10 +1,10 @@
 """The three worker pools, each polling its own task queue.
 
-`workers/llm.py`, `workers/train.py` and `workers/judge.py` run one pool each as a process;
-`policyforge dev` runs all three in one process. Sessions (the workflow code, which is light)
-are hosted on the LLM pool's queue, so a session is started on `policyforge-llm`. The train
-pool polls two queues (the shared one and its kind's: `-cpu`, or `-gpu` with `--gpu`), with
-one Temporal worker each, drawing on one set of slots.
+`workers/pools/llm.py`, `workers/pools/train.py` and `workers/pools/judge.py` run one pool
+each as a process; `policyforge dev` runs all three in one process. Sessions (the workflow
+code, which is light) are hosted on the LLM pool's queue, so a session is started on
+`policyforge-llm`. The train pool polls two queues (the shared one and its kind's: `-cpu`,
+or `-gpu` with `--gpu`), with one Temporal worker each, drawing on one set of slots.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def pool_activities(pool: str) -> list[Callable[..., Any]]:
 def llm_worker(client: Client, settings: Settings) -> Worker:
     """The llm pool: sessions and benchmarks (workflow code) and every LLM call, many at a
     time (I/O bound); each call's tokens and cost go to the metrics endpoint."""
-    from workers.metrics import LLMUsageMetrics
+    from workers.pools.metrics import LLMUsageMetrics
 
     return Worker(
         client,

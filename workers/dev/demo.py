@@ -40,12 +40,12 @@ WHAT_STAYS = {
 def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
     """Run the demo session on embedded services and save its best policy's files to `out`;
     the exit status: 0 when the session passed, 1 when it did not."""
+    from workers.cli.sessions import start_and_follow
     from workers.client import connect
-    from workers.dev import services_for
+    from workers.dev.main import services_for
+    from workers.dev.timing import Split, session_split
     from workers.logs import configure_logging
-    from workers.pools import run_pools
-    from workers.sessions import start_and_follow
-    from workers.timing import Split, session_split
+    from workers.pools.pools import run_pools
 
     console = Console(soft_wrap=True)
     started = time.monotonic()

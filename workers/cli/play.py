@@ -1,6 +1,6 @@
 """`policyforge play SESSION_ID|MODEL.zip`: watch a trained policy and see what it does.
 
-The policy (workers/policies.py: a session's best run from S3, or a local model.zip, read
+The policy (workers/cli/policies.py: a session's best run from S3, or a local model.zip, read
 without unpickling) plays deterministic episodes in its env, tracking SHAPING's phase and clock
 inputs as training did. Each episode's env return, length and the judge's key measures
 (`activities/behaviours/metrics.py`: mean forward velocity and torso height where the env has
@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from workers.input_checks import env_errors, exit_on
-from workers.render import say
+from workers.cli.input_checks import env_errors, exit_on
+from workers.cli.render import say
 from workflows.contracts.shown import shown
 
 if TYPE_CHECKING:  # gymnasium and torch load only when a policy is played: `--help` needs none
     import numpy as np
 
-    from workers.policies import Policy
+    from workers.cli.policies import Policy
 
 # Measured on every episode where the env has them: what most criteria are about.
 KEY_MEASURES = ("mean_x_velocity", "mean_height")
@@ -86,7 +86,7 @@ def cmd_play(args: argparse.Namespace) -> None:
     if args.out.suffix.lower() != ".mp4":
         errors.append(f"--out: name an .mp4 file (got {shown(args.out)})")
     exit_on(errors)
-    from workers.policies import PolicyError, candidate_envs, load_policy
+    from workers.cli.policies import PolicyError, candidate_envs, load_policy
 
     console = Console(stderr=args.json, soft_wrap=True)
     try:

@@ -119,7 +119,7 @@ _ENDPOINTS: list[MetricsEndpoint] = []
 def worker_runtime(port: int, host: str = METRICS_HOST) -> Runtime:
     """The runtime a worker process's client uses: metrics on `host:port` (none for port 0)."""
     if port:
-        from workers.services import free_port
+        from workers.dev.services import free_port
 
         log = structlog.get_logger()
         try:

@@ -1,0 +1,5 @@
+"""`python -m workers.cli`: the `policyforge` command (workers/cli/main.py)."""
+
+from workers.cli.main import main
+
+main()
