@@ -70,8 +70,11 @@ def module_budget() -> Budget:
     return Budget(module_budget_s(), "the module body", "keep its top level to definitions")
 
 
+NOT_IN_CODE = "generated code"  # what `where` says of a frame outside the generated files
+
+
 def where(frame: FrameType | None) -> str:
-    """The generated code's file and line a frame is in, or "generated code"."""
+    """The generated code's file and line a frame is in, or NOT_IN_CODE."""
     return _where(frame)
 
 
@@ -80,7 +83,7 @@ def _where(frame: FrameType | None) -> str:
         if frame.f_code.co_filename in _generated_files:
             return f"{frame.f_code.co_filename} line {frame.f_lineno}"
         frame = frame.f_back
-    return "generated code"
+    return NOT_IN_CODE
 
 
 class Budget:

@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -245,6 +246,31 @@ def _preload() -> None:
     f"{np.float64(1.5):.2f}"
 
 
+WHERE_TRIES = 100  # asked again 10 ms apart while the host runs its own loop between calls
+
+
+def _where_handler(fatal: Callable[[str], NoReturn]) -> Callable[[int, Any], None]:
+    """Asked where it is (its client's deadline passed): the line of generated code running
+    now, as the last answer, so that the deadline's fault names it. Caught in the host's own
+    loop between two calls of the code, it asks itself again a little later."""
+    tries = 0
+
+    def handler(_signum: int, frame: Any) -> None:
+        nonlocal tries
+        tries += 1
+        where = guards.where(frame)
+        if where == guards.NOT_IN_CODE and tries < WHERE_TRIES:
+            main = threading.main_thread().ident
+            assert main is not None
+            later = threading.Timer(0.01, signal.pthread_kill, (main, wire.WHERE_SIGNAL))
+            later.daemon = True
+            later.start()
+            return
+        fatal(where)
+
+    return handler
+
+
 def _die_with_parent() -> None:
     import ctypes
     import signal
@@ -276,9 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(1)
 
     guards.set_fatal_reporter(fatal)
-    # Asked where it is (its client's deadline passed): the line of generated code running
-    # now, as the last answer, so that the deadline's fault names it.
-    signal.signal(wire.WHERE_SIGNAL, lambda _n, frame: fatal(guards.where(frame)))
+    signal.signal(wire.WHERE_SIGNAL, _where_handler(fatal))
     _preload()
     applied, missing = confine_sandbox(args.scratch, cpu_s=args.cpu_s, memory_mb=args.memory_mb)
     refused = layers.refusal(missing)
