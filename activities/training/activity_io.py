@@ -98,3 +98,16 @@ async def upload_folder(
             key = prefix + path.relative_to(out).as_posix()
             await asyncio.to_thread(store.put_file, key, path)
     return name
+
+
+async def reward_fields(store: ArtifactStore, key: str) -> dict[str, Any]:
+    """A ChildRequest's reward fields for the code at `key`: its source, its file name and the
+    SHAPING its validation checked (activities/training/checked_shaping.py)."""
+    from activities.training import checked_shaping
+
+    source = await get_text(store, key)
+    return {
+        "reward_source": source,
+        "reward_filename": key_filename(key),
+        "reward_shaping": await checked_shaping.load(store, key, source),
+    }

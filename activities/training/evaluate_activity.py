@@ -13,13 +13,12 @@ from activities.artifacts import ArtifactStore
 from activities.logs import activity_logger
 from activities.runner.protocol import ChildFailed, ChildRequest
 from activities.runner.supervisor import run_child
-from activities.training import checked_shaping, job
+from activities.training import job
 from activities.training.activity_io import (
     child_failure,
     download,
-    get_text,
     heartbeating,
-    key_filename,
+    reward_fields,
 )
 from workflows.contracts import timeouts
 from workflows.contracts.activities import EVALUATE_POLICY, implements
@@ -38,7 +37,6 @@ async def evaluate_policy(req: EvalRequest) -> EvalResult:
     async with heartbeating():
         log = activity_logger(env_id=req.env_id, run_prefix=req.run_prefix)
         store = ArtifactStore()
-        source = await get_text(store, req.reward_key)
         prefix = req.run_prefix if req.run_prefix.endswith("/") else req.run_prefix + "/"
         with tempfile.TemporaryDirectory(prefix="pf-eval-", ignore_cleanup_errors=True) as tmp:
             out = Path(tmp) / "out"
@@ -48,9 +46,7 @@ async def evaluate_policy(req: EvalRequest) -> EvalResult:
             )
             child = ChildRequest(
                 env_id=req.env_id,
-                reward_source=source,
-                reward_filename=key_filename(req.reward_key),
-                reward_shaping=await checked_shaping.load(store, req.reward_key, source),
+                **await reward_fields(store, req.reward_key),
                 seed=req.seed,
                 model_path=str(model),
                 vecnormalize_path=str(vecnorm),

@@ -28,13 +28,12 @@ from activities.runner.protocol import (
     check_device,
 )
 from activities.runner.supervisor import run_child
-from activities.training import beside, checked_shaping, job
+from activities.training import beside, job
 from activities.training.activity_io import (
     child_failure,
     download,
-    get_text,
     heartbeating,
-    key_filename,
+    reward_fields,
     upload_folder,
 )
 from activities.training.core_share import sharing_cores
@@ -140,13 +139,10 @@ async def train_policy(req: TrainRequest) -> TrainResult:
     last checkpoint; its outputs uploaded under the run's prefix."""
     log = activity_logger(req.iteration, env_id=req.env_id, run=req.run_name)
     store = ArtifactStore()
-    source = await get_text(store, req.reward_key)
     prefix = run_prefix(req.session_id, req.iteration, req.run_name)
     child = ChildRequest(
         env_id=req.env_id,
-        reward_source=source,
-        reward_filename=key_filename(req.reward_key),
-        reward_shaping=await checked_shaping.load(store, req.reward_key, source),
+        **await reward_fields(store, req.reward_key),
         timesteps=req.timesteps,
         seed=req.seed,
         checkpoint_every=checkpoint_every(req.timesteps),

@@ -15,7 +15,7 @@ from activities.logs import activity_logger
 from activities.runner.protocol import ChildFailed, ChildJob, ChildRequest
 from activities.runner.supervisor import run_child, sandbox_refused
 from activities.training import checked_shaping, job
-from activities.training.activity_io import get_text, heartbeating, key_filename
+from activities.training.activity_io import get_text, heartbeating, key_filename, reward_fields
 from activities.training.judge_validation import judge_problem
 from workflows.contracts import timeouts
 from workflows.contracts.activities import VALIDATE_JUDGE, VALIDATE_REWARD, implements
@@ -86,12 +86,9 @@ async def validate_judge(req: ValidateJudgeRequest) -> ValidateResult:
     async with heartbeating():
         log = activity_logger(env_id=req.env_id, judge_key=req.judge_key)
         store = ArtifactStore()
-        source = await get_text(store, req.reward_key)
         child = ChildRequest(
             env_id=req.env_id,
-            reward_source=source,
-            reward_filename=key_filename(req.reward_key),
-            reward_shaping=await checked_shaping.load(store, req.reward_key, source),
+            **await reward_fields(store, req.reward_key),
             judge_source=await get_text(store, req.judge_key),
             judge_filename=key_filename(req.judge_key),
             criteria=req.criteria or [c.name for c in req.specs],

@@ -248,7 +248,7 @@ async def test_a_gpu_worker_setting_without_cuda_fails_the_run_in_one_line(
 
     from temporalio.testing import ActivityEnvironment
 
-    from activities.training import job, train_activity
+    from activities.training import activity_io, checked_shaping, job, train_activity
     from workflows.contracts.training import TrainRequest
 
     real_run_child = train_activity.run_child
@@ -264,12 +264,12 @@ async def test_a_gpu_worker_setting_without_cuda_fails_the_run_in_one_line(
         return RUN_FORWARD
 
     monkeypatch.setattr(train_activity, "run_child", run_child)
-    monkeypatch.setattr(train_activity, "get_text", reward_text)
+    monkeypatch.setattr(activity_io, "get_text", reward_text)
 
     async def no_record(*_args: object) -> None:  # no S3 here: no checked SHAPING either
         return None
 
-    monkeypatch.setattr(train_activity.checked_shaping, "load", no_record)
+    monkeypatch.setattr(checked_shaping, "load", no_record)
     monkeypatch.setenv(TRAIN_DEVICE_ENV, "cuda")
     req = TrainRequest(
         session_id="s",
