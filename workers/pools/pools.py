@@ -64,6 +64,7 @@ def pool_activities(pool: str) -> list[Callable[..., Any]]:
 def llm_worker(client: Client, settings: Settings) -> Worker:
     """The llm pool: sessions and benchmarks (workflow code) and every LLM call, many at a
     time (I/O bound); each call's tokens and cost go to the metrics endpoint."""
+    from workers.pools.heartbeats import Heartbeats
     from workers.pools.metrics import LLMUsageMetrics
 
     return Worker(
@@ -73,7 +74,7 @@ def llm_worker(client: Client, settings: Settings) -> Worker:
         activities=pool_activities("llm"),
         activity_executor=ThreadPoolExecutor(32),
         max_concurrent_activities=32,
-        interceptors=[LLMUsageMetrics()],
+        interceptors=[LLMUsageMetrics(), Heartbeats()],
     )
 
 

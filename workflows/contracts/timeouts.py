@@ -42,8 +42,9 @@ class Deadline:
 
 
 # One LLM call per activity: the provider request (POLICYFORGE_LLM_TIMEOUT_S, default 300 s)
-# must end within `inner`.
-LLM = Deadline(timedelta(minutes=6))
+# must end within `inner`. The llm pool beats while the call runs (workers/pools/heartbeats.py),
+# so a worker that died mid-call (the video judge watching) is retried within a minute.
+LLM = Deadline(timedelta(minutes=6), HEARTBEAT)
 # Reward or judge code on random-action steps, in a child (sandbox start-up included).
 VALIDATE = Deadline(timedelta(minutes=3), HEARTBEAT)
 # One deterministic episode with its video, in a child; the video upload comes after.
