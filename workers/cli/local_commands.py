@@ -140,12 +140,18 @@ def cmd_bench_share(args: argparse.Namespace) -> None:
 
     from workers.local.bench_share import Mode, bench_share, report
 
-    exit_on(env_errors(args.env_id))
+    names = [name.strip() for name in args.env_id.split(",")]
+    if len(names) > 2:
+        exit_on([f"--env: {len(names)} envs given; give one env, or two separated by a comma"])
+    for name in names:
+        exit_on(env_errors(name))
+    env_ids = (names[0], names[-1])
     console = Console(soft_wrap=True)
     mode: Mode = "worker" if args.workers == "one" else "workers"
-    console.print(f"{args.env_id}: {args.timesteps:,} steps per run, alone and then together")
-    speeds = asyncio.run(bench_share(args.env_id, args.timesteps, mode))
-    for line in report(args.env_id, mode, speeds):
+    runs = " and ".join(dict.fromkeys(env_ids))
+    console.print(f"{runs}: {args.timesteps:,} steps per run, alone and then together")
+    speeds = asyncio.run(bench_share(env_ids, args.timesteps, mode, with_eval=args.beside))
+    for line in report(env_ids, mode, speeds, with_eval=args.beside):
         console.print(line)
 
 

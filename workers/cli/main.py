@@ -149,8 +149,18 @@ def _parser() -> argparse.ArgumentParser:
     share = sub.add_parser(
         "bench-share", help="two training runs at once, each against its speed alone: fair?"
     )
-    share.add_argument("--env", default="HalfCheetah-v5", dest="env_id")
+    share.add_argument(
+        "--env",
+        default="HalfCheetah-v5",
+        dest="env_id",
+        help="the env of both runs, or two envs, comma-separated: one run on each",
+    )
     share.add_argument("--timesteps", type=int, default=100_000, help="PPO steps per run")
+    share.add_argument(
+        "--beside",
+        action="store_true",
+        help="each run beside its evaluator, as a session trains (four children at once)",
+    )
     share.add_argument(
         "--workers",
         choices=("one", "two"),
