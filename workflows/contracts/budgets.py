@@ -31,8 +31,8 @@ BODY_STEPS: dict[str, int] = {
     # with 1M its checkpoints' worst episodes missed until the end, and it trained all 1M
     # (186 s) for the same verdict.
     "Reacher-v5": 300_000,
-    # rl-zoo trains PPO on Humanoid for 10M steps; at about 3.4k steps/s here that is 50 min a
-    # run, so the humanoids start at 2M (about 10 minutes here). "Walk forward with a natural
+    # rl-zoo trains PPO on Humanoid for 10M steps; at about 3k steps/s here that is 55 min a
+    # run, so the humanoids start at 2M (about 11 minutes here). "Walk forward with a natural
     # gait" passed at its 75% checkpoint (1.5M steps: 0.81 m/s, 1,000-step episodes).
     "Humanoid-v5": 2_000_000,
     "HumanoidStandup-v5": 2_000_000,
@@ -40,23 +40,26 @@ BODY_STEPS: dict[str, int] = {
 # An env without a measured budget (a custom one).
 DEFAULT_STEPS = 200_000
 
-# Steps per second of one PPO run alone on the engine (both cores: physics threads and torch's),
-# under the offline author's reward for a dev intent on that body (its sandbox included), from
-# `policyforge train REWARD --env ENV --timesteps 30000` on the 2-core reference machine:
-# what a session's expected wall time is worked out from. Two sessions at once share the
-# cores (each about half of this).
+# Steps per second of one PPO run as a session trains it, alone on the 2-core reference machine:
+# on the engine, beside its evaluator (which keeps a checkpoint every 10 % of the steps), under
+# the offline author's reward for a dev intent on that body (its sandbox included); from the
+# run's summary.json in `policyforge run --timesteps 200000 --min-training-steps 200000
+# --max-iterations 1` (measured 2026-11-29). What a session's expected wall time is worked out
+# from, as an upper bound: a longer run keeps its checkpoints as far apart in proportion but
+# each costs the evaluator the same episodes, so it trains faster (HalfCheetah: 6,465 steps/s at
+# 200k, 7,790 at its 1M budget). Two sessions at once each kept 83-88 % of these.
 REFERENCE_CORES = 2
 STEPS_PER_S: dict[str, float] = {
-    "HalfCheetah-v5": 9_860,
-    "Ant-v5": 3_470,
-    "Hopper-v5": 6_690,
-    "Walker2d-v5": 5_440,
-    "Humanoid-v5": 3_430,
-    "HumanoidStandup-v5": 2_930,
-    "Swimmer-v5": 5_610,
-    "Reacher-v5": 8_660,
-    "InvertedPendulum-v5": 7_910,
-    "InvertedDoublePendulum-v5": 7_420,
+    "HalfCheetah-v5": 6_470,
+    "Ant-v5": 2_900,
+    "Hopper-v5": 5_310,
+    "Walker2d-v5": 4_520,
+    "Humanoid-v5": 2_960,
+    "HumanoidStandup-v5": 2_230,
+    "Swimmer-v5": 3_980,
+    "Reacher-v5": 6_710,
+    "InvertedPendulum-v5": 6_470,
+    "InvertedDoublePendulum-v5": 6_150,
 }
 
 
