@@ -18,16 +18,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from temporalio import workflow
-from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.worker import Worker
 
 from activities.artifacts import ArtifactStore
+from tests.one_activity import OneActivity, retried_after_heartbeat_timeout
 from tests.processes import descendants, log_records, start_worker, worker_env
 from workflows.contracts import timeouts
 from workflows.contracts.judging import Criterion, JudgeRequest, Judgment
 from workflows.contracts.queues import task_queue
-from workflows.step_base import SHORT_RETRY
 
 # Slow tier: a worker process started twice and a heartbeat timeout waited out (~60 s).
 pytestmark = pytest.mark.slow
@@ -50,25 +48,6 @@ def judge_fn(trajectory):
     }
 """
 CRITERIA = [Criterion(name="speed", description="fast", target=2.0, unit="m/s")]
-
-
-@workflow.defn(sandboxed=False)
-class JudgeOnce:
-    """judge_rollout as the session schedules it: the table's deadlines, its retry policy."""
-
-    @workflow.run
-    async def run(self, req: JudgeRequest, queue: str) -> Judgment:
-        deadline = timeouts.for_activity("judge_rollout")
-        result: Judgment = await workflow.execute_activity(
-            "judge_rollout",
-            req,
-            result_type=Judgment,
-            task_queue=queue,
-            start_to_close_timeout=deadline.start_to_close,
-            heartbeat_timeout=deadline.heartbeat,
-            retry_policy=SHORT_RETRY,
-        )
-        return result
 
 
 def _trajectory(vx: float, steps: int = 20) -> bytes:
@@ -134,10 +113,10 @@ async def test_a_judge_worker_killed_mid_judging_is_retried_within_a_minute(
     first = start_worker("judge", env, log)
     second = None
     try:
-        async with Worker(client, task_queue=f"{queue_prefix}-wf", workflows=[JudgeOnce]):
+        async with Worker(client, task_queue=f"{queue_prefix}-wf", workflows=[OneActivity]):
             handle = await client.start_workflow(
-                JudgeOnce.run,
-                args=[req, task_queue("judge", queue_prefix)],
+                OneActivity.run,
+                args=["judge_rollout", req, task_queue("judge", queue_prefix), False],
                 id=f"judge-kill-{uuid.uuid4().hex[:8]}",
                 task_queue=f"{queue_prefix}-wf",
             )
@@ -157,21 +136,10 @@ async def test_a_judge_worker_killed_mid_judging_is_retried_within_a_minute(
             first.wait(10)
             second = start_worker("judge", env, log)
             restarted_at = time.time()
-            judgment = await asyncio.wait_for(handle.result(), timeout=240)
+            judgment = Judgment.model_validate(await asyncio.wait_for(handle.result(), timeout=240))
 
-        started = completed = None
-        async for event in handle.fetch_history_events():
-            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-                started = event
-            elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-                completed = event
-        assert started is not None and completed is not None
         # Completed by the second attempt, after the first one's heartbeat timed out.
-        attrs = started.activity_task_started_event_attributes
-        assert attrs.attempt == 2
-        timeout_info = attrs.last_failure.timeout_failure_info
-        assert timeout_info.timeout_type == TimeoutType.TIMEOUT_TYPE_HEARTBEAT
-        after_restart = completed.event_time.ToDatetime().timestamp() - restarted_at
+        after_restart = await retried_after_heartbeat_timeout(handle) - restarted_at
         print(f"judged {after_restart:.1f} s after the judge worker's restart")
         assert after_restart < 90
         assert judgment.criteria[0].value == pytest.approx(1.0)

@@ -15,44 +15,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from temporalio import workflow
-from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.worker import Worker
 
 from activities.artifacts import ArtifactStore
 from activities.training.video import Mp4Writer
 from tests.fakes.llm_server import FakeLLMServer, Hang, Tools
+from tests.one_activity import OneActivity, retried_after_heartbeat_timeout
 from tests.processes import start_worker, worker_env
 from workflows.contracts import timeouts
 from workflows.contracts.judging import VisualCriterion, VisualJudgment
 from workflows.contracts.llm import VlmJudgeRequest
 from workflows.contracts.queues import task_queue
-from workflows.step_base import LLM_RETRY
 
 # Slow tier: a worker process started twice and a heartbeat timeout waited out (~60 s).
 pytestmark = pytest.mark.slow
 
 CRITERIA = [VisualCriterion(name="runs_forward", look_for="the body moves to the right")]
 VERDICTS = {"verdicts": [{"name": "runs_forward", "verdict": "met", "reason": "moves right"}]}
-
-
-@workflow.defn(sandboxed=False)
-class JudgeVideoOnce:
-    """vlm_judge as the session schedules it: the table's deadlines, its retry policy."""
-
-    @workflow.run
-    async def run(self, req: VlmJudgeRequest, queue: str) -> VisualJudgment:
-        deadline = timeouts.for_activity("vlm_judge")
-        result: VisualJudgment = await workflow.execute_activity(
-            "vlm_judge",
-            req,
-            result_type=VisualJudgment,
-            task_queue=queue,
-            start_to_close_timeout=deadline.start_to_close,
-            heartbeat_timeout=deadline.heartbeat,
-            retry_policy=LLM_RETRY,
-        )
-        return result
 
 
 def _video(tmp_path: Path) -> bytes:
@@ -92,10 +71,10 @@ async def test_an_llm_worker_killed_mid_video_judging_is_retried_within_a_minute
         first = start_worker("llm", env, log)
         second = None
         try:
-            async with Worker(client, task_queue=f"{queue_prefix}-wf", workflows=[JudgeVideoOnce]):
+            async with Worker(client, task_queue=f"{queue_prefix}-wf", workflows=[OneActivity]):
                 handle = await client.start_workflow(
-                    JudgeVideoOnce.run,
-                    args=[req, task_queue("llm", queue_prefix)],
+                    OneActivity.run,
+                    args=["vlm_judge", req, task_queue("llm", queue_prefix), True],
                     id=f"vlm-kill-{uuid.uuid4().hex[:8]}",
                     task_queue=f"{queue_prefix}-wf",
                 )
@@ -114,26 +93,17 @@ async def test_an_llm_worker_killed_mid_video_judging_is_retried_within_a_minute
                 first.wait(10)
                 second = start_worker("llm", env, log)
                 restarted_at = time.time()
-                judged = await asyncio.wait_for(handle.result(), timeout=240)
+                judged = VisualJudgment.model_validate(
+                    await asyncio.wait_for(handle.result(), timeout=240)
+                )
         finally:
             for proc in (first, second):
                 if proc is not None and proc.poll() is None:
                     proc.kill()
                     proc.wait()
 
-    started = completed = None
-    async for event in handle.fetch_history_events():
-        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-            started = event
-        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            completed = event
-    assert started is not None and completed is not None
     # Judged by the second attempt, after the first one's heartbeat timed out.
-    attrs = started.activity_task_started_event_attributes
-    assert attrs.attempt == 2
-    timeout_info = attrs.last_failure.timeout_failure_info
-    assert timeout_info.timeout_type == TimeoutType.TIMEOUT_TYPE_HEARTBEAT
-    after_restart = completed.event_time.ToDatetime().timestamp() - restarted_at
+    after_restart = await retried_after_heartbeat_timeout(handle) - restarted_at
     print(f"video judged {after_restart:.1f} s after the llm worker's restart")
     assert after_restart < 90
     assert judged.verdicts[0].verdict == "met" and judged.score == pytest.approx(1.0)
