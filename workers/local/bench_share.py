@@ -95,7 +95,9 @@ async def _train(
             summary = await training
         else:
             side = beside.request(req, out, final_eval=True)
-            evaluating = run_child(job.EVALUATE_BESIDE, side, out.with_name(out.name + "-eval"))
+            evaluating = run_child(
+                job.EVALUATE_BESIDE, side, out.with_name(out.name + "-eval"), timeout_s=1800
+            )
             summary = (await beside.train_beside(training, evaluating)).summary
     return float(summary["steps_per_second"])
 
