@@ -28,6 +28,19 @@ def start_worker(pool: str, env: dict[str, str], log: Path) -> subprocess.Popen[
         )
 
 
+def ended_process() -> tuple[int, int]:
+    """(pid, start ticks) of a process that has ended: the owner a killed worker's folders
+    are named after."""
+    from activities.runner.run_dirs import _start_ticks
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    start = _start_ticks(proc.pid)
+    assert start is not None
+    proc.kill()
+    proc.wait()
+    return proc.pid, start
+
+
 def log_records(path: Path) -> list[dict[str, Any]]:
     """A worker's JSON log lines, as dicts (other lines skipped)."""
     out = []

@@ -10,18 +10,17 @@ died while judging is noticed, and the judging retried, within the timeout, not 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from statistics import fmean
 from typing import Any
 
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
 from activities.behaviours.measured import verdict_on
+from activities.heartbeats import heartbeating
 from activities.judging.code_judge import judge_trajectory
 from activities.judging.job import JUDGE
 from activities.judging.session_tools import session_tool
@@ -34,7 +33,6 @@ from workflows.contracts.activities import (
 )
 from workflows.contracts.judging import JudgeRequest, Judgment
 from workflows.contracts.keys import JUDGMENT, eval_checkpoints_prefix, run_prefix_of
-from workflows.contracts.timeouts import HEARTBEAT_EVERY
 
 # The judge child's limit, inside the activity's start-to-close (workflows/contracts/timeouts.py,
 # JUDGE.inner: 270 s), which also covers reading the episodes from S3 before it starts.
@@ -47,32 +45,12 @@ def judgment_key(trajectory_key: str) -> str | None:
     return prefix + JUDGMENT if prefix is not None else None
 
 
-@contextlib.asynccontextmanager
-async def _heartbeating() -> AsyncIterator[None]:
-    """Heartbeat at once and then every HEARTBEAT_EVERY, from a task of its own, while the
-    judging works (S3, the child, the verdicts off the event loop): the server knows the worker
-    lives, and a cancellation reaches the activity (which then kills its child)."""
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(HEARTBEAT_EVERY.total_seconds())
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
 @implements(JUDGE_ROLLOUT)
 async def judge_rollout(req: JudgeRequest) -> Judgment:
     """Judge an evaluation episode (and the run's checkpoint episodes) with the session's judge
     code in a child, or with the built-in metrics; the judgment, also saved as judgment.json."""
     # Heartbeats from start to end, S3 included (a heartbeat timeout is set).
-    async with _heartbeating():
+    async with heartbeating():
         return await _judge_rollout(req)
 
 

@@ -5,21 +5,16 @@ heartbeating while a child runs, and the activity error a failed child becomes."
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from botocore.exceptions import ClientError
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.artifacts import ArtifactStore
+from activities.heartbeats import heartbeating as heartbeating
 from activities.runner.protocol import ChildFailed
 from activities.runner.supervisor import sandbox_refused
-from workflows.contracts import timeouts
-
-HEARTBEAT_EVERY_S = timeouts.HEARTBEAT_EVERY.total_seconds()
 
 
 def key_filename(key: str) -> str:
@@ -52,27 +47,6 @@ async def download(store: ArtifactStore, key: str, path: Path) -> Path:
             type="ArtifactMissing",
             non_retryable=exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"),
         ) from None
-
-
-@contextlib.asynccontextmanager
-async def heartbeating(details: Callable[[], Any] | None = None) -> AsyncIterator[None]:
-    """Heartbeat every few seconds while the child runs: it keeps cancellation deliverable."""
-
-    async def beat() -> None:
-        while True:
-            await asyncio.sleep(HEARTBEAT_EVERY_S)
-            if details is None:
-                activity.heartbeat()
-            else:
-                activity.heartbeat(details())
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def child_failure(exc: ChildFailed) -> ApplicationError:

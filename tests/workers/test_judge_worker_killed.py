@@ -7,7 +7,6 @@ start-to-close. The new worker's start removes the temporary folders the killed 
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import signal
 import time
@@ -16,11 +15,11 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
 from temporalio.worker import Worker
 
 from activities.artifacts import ArtifactStore
+from tests.builders import cheetah_trajectory
 from tests.one_activity import OneActivity, retried_after_heartbeat_timeout
 from tests.processes import descendants, log_records, start_worker, worker_env
 from workflows.contracts import timeouts
@@ -48,20 +47,6 @@ def judge_fn(trajectory):
     }
 """
 CRITERIA = [Criterion(name="speed", description="fast", target=2.0, unit="m/s")]
-
-
-def _trajectory(vx: float, steps: int = 20) -> bytes:
-    buf = io.BytesIO()
-    np.savez_compressed(
-        buf,
-        action=np.zeros((steps, 6)),
-        qpos=np.zeros((steps, 9)),
-        qvel=np.zeros((steps, 9)),
-        terminated=np.zeros(steps, dtype=bool),
-        info_x_velocity=np.full(steps, vx),
-        meta_dt=np.array(0.05),
-    )
-    return buf.getvalue()
 
 
 def _judging(pid: int) -> bool:
@@ -94,7 +79,7 @@ async def test_a_judge_worker_killed_mid_judging_is_retried_within_a_minute(
     store = ArtifactStore()
     sid = f"jk-{uuid.uuid4().hex[:8]}"
     traj_key = f"sessions/{sid}/iter_1/c0_default_seed_0/trajectories/eval.npz"
-    store.put_bytes(traj_key, _trajectory(vx=1.0))
+    store.put_bytes(traj_key, cheetah_trajectory(vx=1.0))
     req = JudgeRequest(
         env_id="HalfCheetah-v5",
         trajectory_key=traj_key,

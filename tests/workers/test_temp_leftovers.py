@@ -18,6 +18,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from activities.runner import run_dirs
+from tests.processes import ended_process
 from workers.pools.pools import clean_temporary_folders
 
 # A worker as a killed one was: its folder made, a training's folder and a run's sandbox scratch
@@ -60,16 +61,6 @@ def _start(script: str, *args: str) -> tuple[subprocess.Popen[str], str]:
     return proc, proc.stdout.readline().strip()
 
 
-def _dead_owner() -> tuple[int, int]:
-    """(pid, start ticks) of a process that has ended."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    start = run_dirs._start_ticks(proc.pid)
-    assert start is not None
-    proc.kill()
-    proc.wait()
-    return proc.pid, start
-
-
 @pytest.fixture
 def outside(tmp_path: Path) -> Path:
     folder = tmp_path / "outside"
@@ -87,7 +78,7 @@ def test_a_killed_workers_folders_go_at_the_next_start_and_live_ones_stay(
     killed_root, killed_train = map(Path, line.split())
     live, line = _start(HOLDER, str(base), str(outside))
     live_root, live_train = map(Path, line.split())
-    dead_pid, dead_start = _dead_owner()
+    dead_pid, dead_start = ended_process()
     held = base / f"pf-worker-{dead_pid}-{dead_start}-held"
     held.mkdir()
     locker, said = _start(LOCKER, str(held))
@@ -141,7 +132,7 @@ def test_unowned_folders_of_ours_go_only_when_made_before_this_boot(
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a folder of another uid")
 def test_another_uids_worker_folder_is_left_alone(tmp_path: Path) -> None:
-    dead_pid, dead_start = _dead_owner()
+    dead_pid, dead_start = ended_process()
     theirs = tmp_path / f"pf-worker-{dead_pid}-{dead_start}-theirs"
     theirs.mkdir()
     os.chown(theirs, 0x7EFF0001, 0x7EFF0001)

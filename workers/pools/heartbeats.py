@@ -1,16 +1,14 @@
 """Heartbeats for the llm pool's activities, each one provider call that may take minutes.
 
 The call blocks a thread of the pool's executor, so nothing in it can beat. This interceptor
-beats for it, from the worker's event loop, while the call runs: at once, then every
-HEARTBEAT_EVERY. A worker that dies mid-call (a power loss while the video judge watches) stops
-beating, and the server retries the call on another worker within the heartbeat timeout
+beats for it from the worker's event loop while the call runs (activities/heartbeats.py). A
+worker that dies mid-call (a power loss while the video judge watches) stops beating, and the
+server retries the call on another worker within the heartbeat timeout
 (workflows/contracts/timeouts.py), not when the call's 6-minute start-to-close runs out.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Any
 
 from temporalio import activity
@@ -21,7 +19,7 @@ from temporalio.worker import (
     Interceptor,
 )
 
-from workflows.contracts.timeouts import HEARTBEAT_EVERY
+from activities.heartbeats import heartbeating
 
 
 class Heartbeats(Interceptor):
@@ -45,16 +43,5 @@ class _Beating(ActivityInboundInterceptor):
         if outbound is None or activity.info().heartbeat_timeout is None:
             return await super().execute_activity(input)
 
-        async def beat() -> None:
-            every = HEARTBEAT_EVERY.total_seconds()
-            while True:
-                outbound.heartbeat()
-                await asyncio.sleep(every)
-
-        beating = asyncio.create_task(beat())
-        try:
+        async with heartbeating(beat=outbound.heartbeat):
             return await super().execute_activity(input)
-        finally:
-            beating.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beating

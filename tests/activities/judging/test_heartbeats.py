@@ -12,6 +12,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 import activities.judging.activities as judge_activities
+from activities import heartbeats
 from activities.judging.activities import judge_rollout
 from tests.activities.judging.test_activities import TRAJ, _request, store  # noqa: F401
 from tests.activities.judging.test_code_judge import synthetic
@@ -32,7 +33,7 @@ async def test_judging_heartbeats_while_it_works_and_stops_when_done(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     store[TRAJ] = synthetic("HalfCheetah-v5", 100, vx=0.3)
-    monkeypatch.setattr(judge_activities, "HEARTBEAT_EVERY", timedelta(milliseconds=20))
+    monkeypatch.setattr(heartbeats, "HEARTBEAT_EVERY", timedelta(milliseconds=20))
     real = judge_activities._judge_with_metrics
 
     def slow(*args: Any, **kwargs: Any) -> Any:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
-import numpy as np
 import pytest
 from temporalio.testing import ActivityEnvironment
 
@@ -16,6 +14,7 @@ from activities.runner.supervisor import run_child
 from activities.sandbox.judge_code import JudgeLoadError, check_judgment
 from activities.training.job import VALIDATE_JUDGE
 from tests.activities.training.rewards import RUN_FORWARD
+from tests.builders import cheetah_trajectory
 from workflows.contracts.judging import Criterion, JudgeRequest
 
 GOOD_JUDGE = """
@@ -115,25 +114,11 @@ async def test_validate_judge_runs_it_on_the_contrasting_episodes_in_the_child(t
     assert info.value.message.startswith("judge_fn.py line 3: KeyError")
 
 
-def _trajectory(vx: float, steps: int = 20) -> bytes:
-    buf = io.BytesIO()
-    np.savez_compressed(
-        buf,
-        action=np.zeros((steps, 6)),
-        qpos=np.zeros((steps, 9)),
-        qvel=np.zeros((steps, 9)),
-        terminated=np.zeros(steps, dtype=bool),
-        info_x_velocity=np.full(steps, vx),
-        meta_dt=np.array(0.05),
-    )
-    return buf.getvalue()
-
-
 async def test_judge_rollout_runs_judge_code_from_s3(s3):
     store = ArtifactStore()
     judge_key = store.put_text("sessions/jc/judge_fn.py", GOOD_JUDGE)
     traj_key = "sessions/jc/iter_1/c0_default_seed_0/trajectories/eval.npz"
-    store.put_bytes(traj_key, _trajectory(vx=1.0))
+    store.put_bytes(traj_key, cheetah_trajectory(vx=1.0))
     criteria = [
         Criterion(name="speed", description="speed", measure="see judge", target=2.0),
         Criterion(name="stays_up", description="up", measure="see judge", target=1.0),
@@ -166,7 +151,7 @@ SCORING_JUDGE = GOOD_JUDGE.replace('        "measured": {"speed": vx, "stays_up"
 async def test_the_judgment_shows_the_measured_value_against_the_real_target(s3):
     store = ArtifactStore()
     traj_key = "sessions/jm/iter_1/c0_default_seed_0/trajectories/eval.npz"
-    store.put_bytes(traj_key, _trajectory(vx=0.62))
+    store.put_bytes(traj_key, cheetah_trajectory(vx=0.62))
     criteria = [
         Criterion(name="speed", description="fast", target=1.5, unit="m/s"),
         Criterion(name="stays_up", description="up", target=1.0),

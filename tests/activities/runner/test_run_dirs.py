@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -16,16 +14,7 @@ import pytest
 from activities.runner import run_dirs, supervisor
 from activities.runner.protocol import ChildRequest
 from activities.training import job as training_job
-
-
-def _dead_process() -> tuple[int, int]:
-    """(pid, start ticks) of a process that has ended."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    start = run_dirs._start_ticks(proc.pid)
-    assert start is not None
-    proc.kill()
-    proc.wait()
-    return proc.pid, start
+from tests.processes import ended_process
 
 
 def _with_hostile_content(folder: Path, outside: Path) -> Path:
@@ -46,7 +35,7 @@ def test_stale_run_folders_are_reaped_and_live_ones_kept(tmp_path: Path) -> None
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "keep.txt").write_text("keep")
-    dead_pid, dead_start = _dead_process()
+    dead_pid, dead_start = ended_process()
     stale = _with_hostile_content(tmp_path / f"pf-run-{dead_pid}-{dead_start}-abc123", outside)
     # A live pid whose start differs: the pid was reused after its owner died (or a reboot).
     reused = tmp_path / f"pf-run-{os.getpid()}-{(run_dirs._start_ticks(os.getpid()) or 0) + 1}-x"
@@ -69,7 +58,7 @@ def test_stale_run_folders_are_reaped_and_live_ones_kept(tmp_path: Path) -> None
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a folder of another uid")
 def test_another_uids_run_folder_is_left_alone(tmp_path: Path) -> None:
-    dead_pid, dead_start = _dead_process()
+    dead_pid, dead_start = ended_process()
     theirs = tmp_path / f"pf-run-{dead_pid}-{dead_start}-theirs"
     theirs.mkdir()
     os.chown(theirs, 0x7EFF0001, 0x7EFF0001)
@@ -81,7 +70,7 @@ def test_a_worker_start_reaps_what_a_killed_worker_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    dead_pid, dead_start = _dead_process()
+    dead_pid, dead_start = ended_process()
     stale = tmp_path / f"pf-run-{dead_pid}-{dead_start}-killed"
     (stale / "pf-sandbox-z").mkdir(parents=True)
     live = Path(run_dirs.make_run_dir())
