@@ -2,7 +2,8 @@
 other processes took of the cores lately.
 
 The worker re-shares its cores as its own runs start and end (`core_share.py`), but it cannot
-see another worker's runs, the evaluator beside training or anything else on the machine. A run
+see another worker's runs, the evaluator beside training or anything else on the machine. The
+run's own processes (the child and the reward sandbox it started) are never "other". A run
 on more compute threads than there are free cores collapses (threads that wait on each other
 spin): a 2-thread run alone on 2 cores where another process used half a core trained at 264
 steps/s (issue 43). So between updates the child measures, over the last interval, the CPU
@@ -33,7 +34,7 @@ class _Sample:
 def _allowed() -> set[int]:
     try:
         return set(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
+    except (AttributeError, OSError):  # no affinity here: every core
         return set(range(os.cpu_count() or 1))
 
 
@@ -52,9 +53,42 @@ def _busy_s(cpus: set[int]) -> float:
     return busy / _TICK
 
 
+def _descendants(pid: int) -> list[int]:
+    """The processes `pid` started, and theirs, that still run (its reward sandbox)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children", "rb") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user and system) of process `pid`, 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+
+
 def _own_s() -> float:
+    """CPU seconds of this run: this process (every thread), the processes it started that
+    still run (its reward sandbox scores beside the physics) and those it has reaped."""
     times = os.times()
-    return times.user + times.system
+    own = times.user + times.system + times.children_user + times.children_system
+    return own + sum(_cpu_s(pid) for pid in _descendants(os.getpid()))
 
 
 class FreeCores:
@@ -74,11 +108,17 @@ class FreeCores:
     def threads(self, share: int) -> int:
         """The compute threads to run on until the next call: the free cores, at most `share`.
         Measured over at least INTERVAL_S (updates may come faster: the last measure holds)."""
-        now, last = self._sample(), self._last
-        if now is not None and last is not None and now.at - last.at >= INTERVAL_S:
+        last = self._last
+        if last is not None and time.monotonic() - last.at < INTERVAL_S:
+            return self._share_of(share)
+        now = self._sample()
+        if now is not None and last is not None:
             others = max(0.0, (now.busy_s - last.busy_s) - (now.own_s - last.own_s))
             self._free = int(len(self._cpus) - others / (now.at - last.at) + SLACK)
             self._last = now
         elif last is None:
             self._last = now
+        return self._share_of(share)
+
+    def _share_of(self, share: int) -> int:
         return max(1, min(share, self._free if self._free is not None else share))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -18,6 +19,16 @@ def _burn(seconds: float) -> None:
         pass
 
 
+BURN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass"
+
+
+def _others_burn(n: int, seconds: float) -> None:
+    """n processes that burn a core each for `seconds` and are not this process's: a shell
+    starts them in the background and exits, so they are nobody's here."""
+    burner = f"{sys.executable} -c '{BURN.format(s=seconds)}'"
+    subprocess.run(["sh", "-c", " ".join([f"{burner} &"] * n)], check=True)
+
+
 @pytest.fixture
 def quick(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(free_cores, "INTERVAL_S", 0.5)
@@ -26,15 +37,29 @@ def quick(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cores_another_process_keeps_busy_are_not_free(quick) -> None:
     cpus = len(os.sched_getaffinity(0))
     meter = FreeCores()
-    others = [multiprocessing.Process(target=_burn, args=(1.5,)) for _ in range(cpus)]
-    for p in others:
-        p.start()
+    _others_burn(cpus, 1.5)
     time.sleep(1.0)
     threads = meter.threads(share=cpus)
-    for p in others:
-        p.join()
+    time.sleep(0.6)  # the burners end
     # Every core burnt by another process: one thread is all the run takes.
     assert threads == 1
+
+
+def test_the_runs_own_processes_are_its_own(quick) -> None:
+    # The reward sandbox is a process the training child started: its CPU is the run's.
+    before = free_cores._own_s()
+    burner = subprocess.Popen([sys.executable, "-c", BURN.format(s=1.0)])
+    burner.wait()
+    reaped = free_cores._own_s()
+    assert reaped - before >= 0.3  # reaped: counted with the children
+    sandbox = subprocess.Popen([sys.executable, "-c", BURN.format(s=1.5)])
+    try:
+        time.sleep(1.0)
+        running = free_cores._own_s()
+        assert sandbox.pid in free_cores._descendants(os.getpid())
+        assert running - reaped >= 0.3  # still running: counted too
+    finally:
+        sandbox.wait()
 
 
 def test_an_idle_machine_leaves_the_whole_share(quick) -> None:
