@@ -71,8 +71,7 @@ class Accounting:
 
     def training_ended(self, began: datetime, seconds: float | None) -> None:
         """A training call ended: its wall seconds (None: not charged) added to the spend."""
-        if began in self.training_started:
-            self.training_started.remove(began)
+        self.training_started.remove(began)
         if seconds is not None:
             self.training(seconds)
 

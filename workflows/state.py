@@ -91,6 +91,7 @@ class SessionState:
             "llm_usage": self.accounting.session,
             "training_seconds": round(self.accounting.training_seconds, 2),
             "training_since": min(self.accounting.training_started, default=None),
+            "training_began": sorted(self.accounting.training_started),
             "max_iterations": self.max_iterations,
             "awaiting_approval": self.steering.awaiting_approval,
             "feedback_pending": len(self.steering.feedback),

@@ -316,9 +316,11 @@ class SessionStatus(Contract):
     verdict: str = ""
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
     training_seconds: float = 0.0  # of the training calls that ended
-    # When the oldest training call now running began (None: none runs): a client shows
-    # training_seconds plus the time since, so the figure moves while a run trains.
+    # When the oldest training call now running began (None: none runs), and when each began:
+    # a client shows training_seconds plus the time each has run, so the figure moves while
+    # runs train, as fast as the ended ones were charged (each run its own time).
     training_since: datetime | None = None
+    training_began: list[datetime] = Field(default_factory=list)
     note: str | None = None  # e.g. which budget ran out
     # Words of the intent no criterion measures (the offline author's style words).
     unmeasured: list[str] = Field(default_factory=list)
@@ -338,12 +340,10 @@ class SessionStatus(Contract):
     waiting: str | None = None
 
     def training_so_far(self, now: datetime) -> float:
-        """Seconds of training at `now`: the ended calls' time plus the time since the oldest
-        running one began (clients pass their clock; the workflow never calls this)."""
-        since = self.training_since
-        if since is None:
-            return self.training_seconds
-        return self.training_seconds + max(0.0, (now - since).total_seconds())
+        """Seconds of training at `now`: the ended calls' time plus the time each running one
+        has run (clients pass their clock; the workflow never calls this)."""
+        began = self.training_began or ([self.training_since] if self.training_since else [])
+        return self.training_seconds + sum(max(0.0, (now - b).total_seconds()) for b in began)
 
 
 class SessionCarry(Contract):
