@@ -182,15 +182,6 @@ def reap_stale(root: str | None = None) -> Reaped:
     return reaped
 
 
-def reap_stale_runs(root: str | None = None) -> list[str]:
-    """Remove the stale folders under `root` (`reap_stale`); the paths removed. Never raises: a
-    folder that stays is logged in one line."""
-    reaped = reap_stale(root)
-    for left in reaped.left:
-        log.warning("stale temporary folder not removed: %s", left)
-    return reaped.removed
-
-
 @dataclass
 class _Root:
     path: str

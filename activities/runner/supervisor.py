@@ -73,12 +73,9 @@ def child_env() -> dict[str, str]:
 
 
 def prewarm(*modules: str) -> None:
-    """At a worker's start: remove the run folders that killed workers left behind, start this
+    """At a worker's start (after its folders were cleaned, workers/pools/pools.py): start this
     worker's runner template (launch.py) and have it import these job modules now, so the
     first run forks as fast as later ones."""
-    reaped = run_dirs.reap_stale_runs()
-    if reaped:
-        log.info("removed %d run folders of workers that are gone", len(reaped))
     for module in modules:
         launcher.prewarm(module, child_env())
 

@@ -29,19 +29,6 @@ from workflows.contracts.session import ENV_IDS
 if TYPE_CHECKING:
     from collections.abc import Coroutine
 
-# The commands that need no server, still importable from here by these names (a bench test
-# does), loaded only when one is asked for.
-_LOCAL_COMMANDS = ("cmd_bench_sandbox", "cmd_bench_train", "cmd_check", "cmd_train")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LOCAL_COMMANDS:
-        from workers.cli import local_commands
-
-        return getattr(local_commands, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 # Commands that send an update to a running session, and their help.
 STEERING = {
     "approve": "approve the reward waiting at an approval gate (--reject to refuse it)",

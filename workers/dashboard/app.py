@@ -14,7 +14,6 @@ import hashlib
 import json
 import re
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
@@ -36,6 +35,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.artifacts import ArtifactStore, ObjectTooLarge
 from workers.cli import sessions as steering
+from workers.cli.render import training_now
 from workers.dashboard import answers, artifacts, benchmarks, formula, login
 from workers.dashboard.answers import JSON, error
 from workers.dashboard.auth import Gate
@@ -156,7 +156,7 @@ def create_app(client: Client, store: ArtifactStore, settings: Settings, gate: G
         artifact_url=artifact_url,
         verdict=record_verdict,
         is_met=criterion_met,
-        training_now=lambda status: status.training_so_far(datetime.now(UTC)),
+        training_now=training_now,
     )
     reader = SessionReader(client)
     prompts = PromptCache()

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from workers.settings import Settings
 from workflows.contracts.context import OFFLINE_MODEL
+from workflows.contracts.keys import SUMMARY
 from workflows.contracts.session import SessionResult
 
 DEMO_PROMPT = "run forward as fast as possible"
@@ -30,7 +31,7 @@ POLICY = "policy.zip"
 WHAT_STAYS = {
     POLICY: "the trained policy (Stable-Baselines3 PPO)",
     "vecnormalize.npz": "its observation normaliser",
-    "summary.json": "how it trained (env, steps, settings)",
+    SUMMARY: "how it trained (env, steps, settings)",
     "eval.mp4": "its judged episode, as a video",
     "eval.npz": "the same episode as arrays (states, actions, rewards)",
     "reward_fn.py": "the reward it was trained on",
@@ -74,7 +75,11 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
             live = Settings()
             client = await connect(live)
             pools = asyncio.create_task(
-                run_pools(client, live, ["llm", "train", "judge"], handle_signals=False)
+                # The demo owns its process: its temporary folders go into a worker folder
+                # of its own, which the next start removes if the demo is killed.
+                run_pools(
+                    client, live, ["llm", "train", "judge"], handle_signals=False, temp_root=True
+                )
             )
             try:
                 # No links in its report: the services behind them stop with the demo.
@@ -97,7 +102,8 @@ def run_demo(settings: Settings, timesteps: int | None, out: Path) -> int:
     if split is not None:
         console.print(f"  session {split.line()}")
     # What stays once the embedded services are gone: the files, and how to watch them.
-    console.print(f"what stays, in {out}/:")
+    if saved:
+        console.print(f"what stays, in {out}/:")
     for path in saved:
         console.print(f"  {path.name:<17} {WHAT_STAYS.get(path.name, '')}")
     if any(p.name == POLICY for p in saved):
@@ -116,7 +122,7 @@ def _save_outputs(result: SessionResult, out: Path) -> list[Path]:
         POLICY: run.model_key,
         "vecnormalize.npz": run.vecnormalize_key,
         # Beside the policy, `play` reads the env (and SHAPING) the run trained on from it.
-        "summary.json": run.model_key.rsplit("/", 1)[0] + "/summary.json",
+        SUMMARY: run.run_prefix + SUMMARY,
         "eval.mp4": run.video_key,
         "eval.npz": run.trajectory_key,
         "reward_fn.py": result.best.reward_key,

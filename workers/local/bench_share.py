@@ -36,7 +36,7 @@ from activities.runner.supervisor import run_child
 from activities.training import beside, job
 from activities.training.core_share import Share, sharing_cores
 from activities.training.cores import cores
-from activities.training.train_activity import EVAL_CHECKPOINT_EPISODES
+from activities.training.train_activity import EVAL_CHECKPOINT_EPISODES, train_timeout_s
 from workers.local.bench_train import reward_source
 
 Mode = Literal["worker", "workers"]
@@ -90,13 +90,15 @@ async def _train(
                 at = time.monotonic() - began
                 print(f"    {env_id} seed {seed} at {at:5.1f} s: {event['threads']} threads")
 
-        training = run_child(job.TRAIN, req, out, threads, timeout_s=1800)
+        # The limits train_policy gives a run of these steps, and its evaluator beside it.
+        limit = train_timeout_s(timesteps)
+        training = run_child(job.TRAIN, req, out, threads, timeout_s=limit)
         if not with_eval:
             summary = await training
         else:
             side = beside.request(req, out, final_eval=True)
             evaluating = run_child(
-                job.EVALUATE_BESIDE, side, out.with_name(out.name + "-eval"), timeout_s=1800
+                job.EVALUATE_BESIDE, side, out.with_name(out.name + "-eval"), timeout_s=limit
             )
             summary = (await beside.train_beside(training, evaluating)).summary
     return float(summary["steps_per_second"])

@@ -61,6 +61,12 @@ def pool_activities(pool: str) -> list[Callable[..., Any]]:
     return [*JUDGE_ACTIVITIES, store_benchmark, record_lesson]
 
 
+# Activities heartbeat every 10 s against a 30 s heartbeat timeout, and training's carry the
+# progress `policyforge run` shows: every beat reaches the server, not one per 0.8 x the
+# timeout (the SDK's default: 24 s, with 6 s to spare).
+HEARTBEAT_THROTTLE = timedelta(seconds=5)
+
+
 def llm_worker(client: Client, settings: Settings) -> Worker:
     """The llm pool: sessions and benchmarks (workflow code) and every LLM call, many at a
     time (I/O bound); each call's tokens and cost go to the metrics endpoint."""
@@ -75,6 +81,7 @@ def llm_worker(client: Client, settings: Settings) -> Worker:
         activity_executor=ThreadPoolExecutor(32),
         max_concurrent_activities=32,
         interceptors=[LLMUsageMetrics(), Heartbeats()],
+        max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
     )
 
 
@@ -158,9 +165,7 @@ def train_workers(client: Client, settings: Settings, kind: WorkerKind = "cpu") 
             activity_executor=executor,
             tuner=slots.tuner(),
             activity_task_poller_behavior=slots.poller_behavior,
-            # Heartbeats carry the progress `policyforge run` shows; by default the SDK sends
-            # them to the server only every 0.8 x heartbeat timeout (48 s here).
-            max_heartbeat_throttle_interval=timedelta(seconds=5),
+            max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         )
         for queue in worker_train_queues(kind, settings.queue_prefix)
     ]
@@ -175,9 +180,7 @@ def judge_worker(client: Client, settings: Settings) -> Worker:
         activities=pool_activities("judge"),
         activity_executor=ThreadPoolExecutor(8),
         max_concurrent_activities=8,
-        # Judging heartbeats every 10 s against a 30 s heartbeat timeout: each beat reaches
-        # the server, not one per 0.8 x the timeout (24 s, with 6 s to spare), as training's.
-        max_heartbeat_throttle_interval=timedelta(seconds=5),
+        max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
     )
 
 

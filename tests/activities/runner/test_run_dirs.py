@@ -15,6 +15,7 @@ from activities.runner import run_dirs, supervisor
 from activities.runner.protocol import ChildRequest
 from activities.training import job as training_job
 from tests.processes import ended_process
+from workers.pools.pools import clean_temporary_folders
 
 
 def _with_hostile_content(folder: Path, outside: Path) -> Path:
@@ -47,7 +48,7 @@ def test_stale_run_folders_are_reaped_and_live_ones_kept(tmp_path: Path) -> None
     other = tmp_path / "pf-sandbox-abc"
     other.mkdir()
 
-    removed = run_dirs.reap_stale_runs(str(tmp_path))
+    removed = run_dirs.reap_stale(str(tmp_path)).removed
 
     assert sorted(removed) == sorted([str(stale), str(reused)])
     assert not os.path.lexists(stale) and not os.path.lexists(reused)
@@ -62,7 +63,7 @@ def test_another_uids_run_folder_is_left_alone(tmp_path: Path) -> None:
     theirs = tmp_path / f"pf-run-{dead_pid}-{dead_start}-theirs"
     theirs.mkdir()
     os.chown(theirs, 0x7EFF0001, 0x7EFF0001)
-    assert run_dirs.reap_stale_runs(str(tmp_path)) == []
+    assert run_dirs.reap_stale(str(tmp_path)).removed == []
     assert theirs.is_dir()
 
 
@@ -74,7 +75,7 @@ def test_a_worker_start_reaps_what_a_killed_worker_left(
     stale = tmp_path / f"pf-run-{dead_pid}-{dead_start}-killed"
     (stale / "pf-sandbox-z").mkdir(parents=True)
     live = Path(run_dirs.make_run_dir())
-    supervisor.prewarm()  # what a train or judge worker calls at start (no job modules here)
+    clean_temporary_folders()  # what every worker calls at its start
     assert not os.path.lexists(stale)
     assert live.is_dir()
 

@@ -7,7 +7,8 @@ import pytest
 
 from activities.training.reward_runtime import load_reward
 from activities.training.sim import make_env
-from workers.cli.main import _parser, cmd_bench_train
+from workers.cli.local_commands import cmd_bench_train
+from workers.cli.main import _parser
 from workers.local.bench_physics import bare_physics, physics_line, share
 from workers.local.bench_train import (
     REWARD_FILENAME,
